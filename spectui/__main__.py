@@ -1,0 +1,3 @@
+from spectui.cli.main import main
+
+raise SystemExit(main())

@@ -1,0 +1,72 @@
+"""The options every host-facing command shares: where the host is and how to reach it."""
+
+from __future__ import annotations
+
+import argparse
+import shlex
+import sys
+
+from spectui.core.errors import ConnectError, HostKeyUnknown
+from spectui.core.session import HostTarget
+from spectui.core.transport.ssh import SshOptions
+
+GPU_SOURCES = ("auto", "nvml", "nvidia-smi", "sim", "none")
+
+
+def add_host_options(parser: argparse.ArgumentParser, *, positional: bool = False) -> None:
+    where = parser.add_argument_group("host")
+    if positional:
+        where.add_argument("destination", metavar="DEST", help="[user@]host[:port] or an SSH config alias")
+    else:
+        x = where.add_mutually_exclusive_group(required=True)
+        x.add_argument("-H", "--host", dest="destination", metavar="DEST",
+                       help="[user@]host[:port] or an SSH config alias ('local' for this machine)")
+        x.add_argument("--demo", action="store_true", help="use the built-in simulated GPU host")
+    where.add_argument("--python", metavar="PY", help="the host's Python, e.g. an SGLang venv (default: python3)")
+    where.add_argument("--sim", action="store_true", help="treat the host as a simulated GPU host")
+    where.add_argument("--state-dir", metavar="DIR", help="the host's state folder (default: ~/.cache/spectui)")
+    where.add_argument("--gpu-source", choices=GPU_SOURCES, default="auto", help="force a GPU telemetry source")
+    ssh = parser.add_argument_group("ssh")
+    ssh.add_argument("-F", dest="ssh_config", metavar="FILE", help="SSH config file (default: ~/.ssh/config)")
+    ssh.add_argument("-i", dest="identity", metavar="KEY", action="append", default=[], help="identity file")
+    ssh.add_argument("-p", dest="port", metavar="PORT", type=int, help="SSH port")
+    ssh.add_argument("-J", dest="jump", metavar="JUMP", help="jump host, [user@]host[:port]")
+    ssh.add_argument("--known-hosts", metavar="FILE", default="~/.ssh/known_hosts", help="known_hosts file")
+    ssh.add_argument("--accept-new-host-key", action="store_true",
+                     help="trust and save the key of a host not yet in known_hosts (a changed key is always refused)")
+    ssh.add_argument("--connect-timeout", metavar="S", type=float, default=15.0)
+
+
+def target_from_args(args: argparse.Namespace) -> HostTarget:
+    if getattr(args, "demo", False):
+        t = HostTarget.demo(args.state_dir)
+        t.gpu_source = args.gpu_source
+        if args.python:
+            t.python = args.python
+        return t
+    dest = args.destination
+    if dest == "local":
+        return HostTarget(kind="local", python=args.python, simulated=args.sim, state_dir=args.state_dir,
+                          gpu_source=args.gpu_source)
+    opts = SshOptions(
+        config_file=args.ssh_config,
+        identity_files=list(args.identity),
+        port=args.port,
+        jump=args.jump,
+        known_hosts=args.known_hosts,
+        accept_new_host_key=args.accept_new_host_key,
+        connect_timeout=args.connect_timeout,
+    )
+    return HostTarget(kind="ssh", destination=dest, ssh=opts, python=args.python, simulated=args.sim,
+                      state_dir=args.state_dir, gpu_source=args.gpu_source)
+
+
+def explain_connect_error(exc: ConnectError) -> str:
+    """The error's sentence, plus the exact command that trusts an unknown host key."""
+    text = str(exc)
+    if isinstance(exc, HostKeyUnknown):
+        cmd = ["spectui", *sys.argv[1:]] if sys.argv and sys.argv[0].endswith("spectui") else ["spectui", *sys.argv[1:]]
+        if "--accept-new-host-key" not in cmd:
+            cmd.append("--accept-new-host-key")
+        text += "\nTo trust it: " + " ".join(shlex.quote(c) for c in cmd)
+    return text

@@ -1,0 +1,85 @@
+"""Opening a session on a host: pick the transport, ship the agent, shake hands."""
+
+from __future__ import annotations
+
+import sys
+from dataclasses import dataclass, field
+
+from spectui.core.agent_bundle import build_bundle
+from spectui.core.paths import HOST_STATE_DEFAULT, demo_state_dir
+from spectui.core.rpc import AgentClient
+from spectui.core.transport.base import Transport
+from spectui.core.transport.local import LocalTransport
+from spectui.core.transport.ssh import SshOptions, SshTransport
+
+
+@dataclass
+class HostTarget:
+    """What to connect to: ``demo``, ``local`` or ``ssh``."""
+
+    kind: str
+    destination: str | None = None
+    ssh: SshOptions = field(default_factory=SshOptions)
+    python: str | None = None            # the host's interpreter; default python3 (ssh) or this one
+    simulated: bool = False
+    state_dir: str | None = None         # the host's state folder
+    gpu_source: str = "auto"
+
+    @classmethod
+    def demo(cls, state_dir: str | None = None) -> "HostTarget":
+        return cls(kind="demo", simulated=True, state_dir=state_dir or demo_state_dir())
+
+    @property
+    def label(self) -> str:
+        if self.kind == "ssh":
+            return self.destination or "?"
+        return "demo (simulated host)" if self.kind == "demo" else "local"
+
+    def host_python(self) -> str:
+        if self.python:
+            return self.python
+        return "python3" if self.kind == "ssh" else sys.executable
+
+    def agent_args(self) -> list[str]:
+        args = ["--state", self.state_dir or HOST_STATE_DEFAULT, "--gpu-source", self.gpu_source]
+        if self.simulated:
+            args.append("--sim")
+        return args
+
+    def make_transport(self) -> Transport:
+        if self.kind == "ssh":
+            return SshTransport(self.destination or "", self.ssh)
+        return LocalTransport()
+
+
+@dataclass
+class Session:
+    target: HostTarget
+    transport: Transport
+    client: AgentClient
+
+    @property
+    def hello(self) -> dict:
+        return self.client.hello or {}
+
+    async def close(self) -> None:
+        try:
+            await self.client.close()
+        finally:
+            await self.transport.close()
+
+
+async def open_session(target: HostTarget, *, handshake_timeout: float = 30.0) -> Session:
+    transport = target.make_transport()
+    await transport.connect()
+    try:
+        bundle = build_bundle()
+        python = target.host_python()
+        pipe = await transport.start_agent(bundle, python, target.agent_args())
+        client = AgentClient(pipe, expected_hash=bundle.hash, host_label=transport.destination
+                             if target.kind == "ssh" else target.label)
+        await client.handshake(python, timeout=handshake_timeout)
+    except BaseException:
+        await transport.close()
+        raise
+    return Session(target, transport, client)
