@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import argparse
 import shlex
-import sys
 
 from spectui.core.errors import ConnectError, HostKeyUnknown
 from spectui.core.session import HostTarget
@@ -61,11 +60,11 @@ def target_from_args(args: argparse.Namespace) -> HostTarget:
                       state_dir=args.state_dir, gpu_source=args.gpu_source)
 
 
-def explain_connect_error(exc: ConnectError) -> str:
+def explain_connect_error(exc: ConnectError, argv: list[str]) -> str:
     """The error's sentence, plus the exact command that trusts an unknown host key."""
     text = str(exc)
     if isinstance(exc, HostKeyUnknown):
-        cmd = ["spectui", *sys.argv[1:]] if sys.argv and sys.argv[0].endswith("spectui") else ["spectui", *sys.argv[1:]]
+        cmd = ["spectui", *argv]
         if "--accept-new-host-key" not in cmd:
             cmd.append("--accept-new-host-key")
         text += "\nTo trust it: " + " ".join(shlex.quote(c) for c in cmd)

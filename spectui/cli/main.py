@@ -12,6 +12,7 @@ from spectui import __version__
 # parser sets ``func`` (called with the parsed args, returns an exit status).
 COMMAND_MODULES = [
     "status",
+    "profiles",
 ]
 
 
@@ -29,7 +30,9 @@ def build_parser() -> argparse.ArgumentParser:
 
 def main(argv: list[str] | None = None) -> int:
     parser = build_parser()
+    argv = list(sys.argv[1:] if argv is None else argv)
     args = parser.parse_args(argv)
+    args.argv = argv  # for messages that give the exact command to run next
     if not getattr(args, "func", None):
         parser.print_help()
         return 2

@@ -63,7 +63,7 @@ def run(args: argparse.Namespace) -> int:
     except SpectuiError as exc:
         if args.json:
             print(json.dumps(_error_json(exc), indent=2))
-        print("spectui: " + (explain_connect_error(exc) if isinstance(exc, ConnectError) else str(exc)),
+        print("spectui: " + (explain_connect_error(exc, args.argv) if isinstance(exc, ConnectError) else str(exc)),
               file=sys.stderr)
         return 1
     if args.json:

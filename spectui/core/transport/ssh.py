@@ -185,6 +185,7 @@ class SshTransport(Transport):
         self.user, self.host, dest_port = parse_destination(dest)
         self.port = dest_port or self.opts.port
         self.conn: asyncssh.SSHClientConnection | None = None
+        self._jump: asyncssh.SSHClientConnection | None = None
         self.verifier = HostKeyVerifier(self.opts)
 
     @property
@@ -192,36 +193,44 @@ class SshTransport(Transport):
         who = f"{self.user}@" if self.user else ""
         return f"{who}{self.host}" + (f":{self.port}" if self.port else "")
 
-    def _kwargs(self) -> dict:
+    def _kwargs(self, verifier: HostKeyVerifier, user: str | None, port: int | None) -> dict:
         o = self.opts
         kw: dict = {
-            "known_hosts": self.verifier.known_hosts(),
-            "client_factory": lambda: _VerifyingClient(self.verifier),
+            "known_hosts": verifier.known_hosts(),
+            "client_factory": lambda: _VerifyingClient(verifier),
             "keepalive_interval": o.keepalive_interval,
             "keepalive_count_max": o.keepalive_count_max,
             "connect_timeout": o.connect_timeout,
         }
         if o.config_file:
             kw["config"] = [os.path.expanduser(o.config_file)]
-        if self.port:
-            kw["port"] = self.port
-        if self.user:
-            kw["username"] = self.user
+        if port:
+            kw["port"] = port
+        if user:
+            kw["username"] = user
         if o.identity_files:
             kw["client_keys"] = [os.path.expanduser(p) for p in o.identity_files]
         if o.passphrase is not None:
             kw["passphrase"] = o.passphrase
-        if o.jump:
-            kw["tunnel"] = o.jump
         return kw
 
     async def connect(self) -> None:
-        where = self.destination
+        tunnel = None
+        if self.opts.jump:
+            # The jump host is verified and authenticated exactly like the target.
+            juser, jhost, jport = parse_destination(self.opts.jump)
+            jverifier = HostKeyVerifier(self.opts)
+            tunnel = self._jump = await self._open(jhost, juser, jport, jverifier, None, f"jump host {self.opts.jump}")
+        kw_extra = {"tunnel": tunnel} if tunnel is not None else {}
+        self.conn = await self._open(self.host, self.user, self.port, self.verifier, kw_extra, self.destination)
+
+    async def _open(self, host, user, port, verifier, extra, where) -> asyncssh.SSHClientConnection:
+        kw = self._kwargs(verifier, user, port)
+        kw.update(extra or {})
         try:
-            self.conn = await asyncio.wait_for(asyncssh.connect(self.host, **self._kwargs()),
-                                               self.opts.connect_timeout + 5)
+            return await asyncio.wait_for(asyncssh.connect(host, **kw), self.opts.connect_timeout + 5)
         except asyncssh.HostKeyNotVerifiable:
-            raise self.verifier.error() from None
+            raise verifier.error() from None
         except asyncssh.PermissionDenied as exc:
             ids = ", ".join(self.opts.identity_files) or "your keys and ssh-agent"
             raise AuthFailed(f"Authentication to {where} failed ({exc.reason}): the server accepted none of "
@@ -231,7 +240,7 @@ class SshTransport(Transport):
                 raise KeyPassphraseNeeded(f"The identity file is encrypted: give its passphrase ({exc}).") from None
             raise ConnectError(f"An identity file could not be read: {exc}.") from None
         except socket.gaierror:
-            raise HostUnreachable(f"Cannot resolve {self.host!r}: check the name, or the alias in your SSH config.") from None
+            raise HostUnreachable(f"Cannot resolve {host!r}: check the name, or the alias in your SSH config.") from None
         except ConnectionRefusedError:
             raise HostUnreachable(f"{where} refused the connection: is sshd running there, and is the port right?") from None
         except asyncio.TimeoutError:
@@ -253,10 +262,11 @@ class SshTransport(Transport):
         return SshPipe(proc)
 
     async def close(self) -> None:
-        if self.conn is not None:
-            self.conn.close()
-            try:
-                await asyncio.wait_for(self.conn.wait_closed(), 3)
-            except (asyncio.TimeoutError, asyncssh.Error, OSError):
-                pass
-            self.conn = None
+        for conn in (self.conn, self._jump):
+            if conn is not None:
+                conn.close()
+                try:
+                    await asyncio.wait_for(conn.wait_closed(), 3)
+                except (asyncio.TimeoutError, asyncssh.Error, OSError):
+                    pass
+        self.conn = self._jump = None

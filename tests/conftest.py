@@ -1,0 +1,25 @@
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parent.parent
+if str(ROOT) not in sys.path:
+    sys.path.insert(0, str(ROOT))
+
+from tests.support.sshd import LoopbackSshd  # noqa: E402
+
+
+@pytest.fixture(scope="session")
+def sshd(tmp_path_factory):
+    """A real OpenSSH sshd on loopback (session-wide); each test resets its known_hosts."""
+    server = LoopbackSshd(tmp_path_factory.mktemp("sshd")).start()
+    yield server
+    server.stop()
+
+
+@pytest.fixture
+def state_dir(tmp_path):
+    d = tmp_path / "host-state"
+    d.mkdir()
+    return d
