@@ -3,9 +3,12 @@
 from __future__ import annotations
 
 import argparse
+import asyncio
+import getpass
 import shlex
+import sys
 
-from spectui.core.errors import ConnectError, HostKeyUnknown
+from spectui.core.errors import ConnectError, HostKeyUnknown, KeyPassphraseNeeded
 from spectui.core.session import HostTarget
 from spectui.core.transport.ssh import SshOptions
 
@@ -69,3 +72,14 @@ def explain_connect_error(exc: ConnectError, argv: list[str]) -> str:
             cmd.append("--accept-new-host-key")
         text += "\nTo trust it: " + " ".join(shlex.quote(c) for c in cmd)
     return text
+
+
+def run_with_passphrase_prompt(target: HostTarget, fn):
+    """``asyncio.run(fn(target))``; an encrypted identity file asks for its passphrase on a terminal."""
+    try:
+        return asyncio.run(fn(target))
+    except KeyPassphraseNeeded:
+        if target.kind != "ssh" or not sys.stdin.isatty():
+            raise
+        target.ssh.passphrase = getpass.getpass("Passphrase for your SSH key: ")
+        return asyncio.run(fn(target))

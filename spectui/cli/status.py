@@ -7,7 +7,7 @@ import asyncio
 import json
 import sys
 
-from spectui.cli.hostopts import add_host_options, explain_connect_error, target_from_args
+from spectui.cli.hostopts import add_host_options, explain_connect_error, run_with_passphrase_prompt, target_from_args
 from spectui.core.errors import ConnectError, HostKeyChanged, HostKeyError, SpectuiError
 from spectui.core.session import HostTarget, open_session
 
@@ -59,7 +59,7 @@ def _error_json(exc: SpectuiError) -> dict:
 def run(args: argparse.Namespace) -> int:
     try:
         target = target_from_args(args)
-        report = asyncio.run(gather(target))
+        report = run_with_passphrase_prompt(target, gather)
     except SpectuiError as exc:
         if args.json:
             print(json.dumps(_error_json(exc), indent=2))

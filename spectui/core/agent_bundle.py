@@ -1,7 +1,7 @@
 """Packs the agent's modules into one payload that the host's Python runs from stdin.
 
 Nothing is written on the host: the remote command is a short bootstrap
-(``python3 -c 'import sys;exec(sys.stdin.buffer.read(N))' ARGS``) and the first N bytes on
+(``python3 -c '...exec(sys.stdin.buffer.read(N))' ARGS``) and the first N bytes on
 its stdin are the payload, which installs the modules as package ``spectui_agent`` from
 memory and runs it. The protocol follows on the same stdin.
 """
@@ -54,7 +54,10 @@ class AgentBundle:
     hash: str
 
     def bootstrap_argv(self, python: str, agent_args: list[str]) -> list[str]:
-        code = "import sys;exec(sys.stdin.buffer.read(%d))" % len(self.payload)
+        code = ("import sys\n"
+                "if sys.version_info < (3, 8): sys.exit('spectui agent needs Python 3.8 or newer, this is ' + "
+                "sys.version.split()[0])\n"
+                "exec(sys.stdin.buffer.read(%d))" % len(self.payload))
         return [python, "-u", "-c", code, *agent_args]
 
     def remote_command(self, python: str, agent_args: list[str]) -> str:

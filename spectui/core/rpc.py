@@ -61,7 +61,7 @@ class AgentClient:
             if "not found" in err or "No such file" in err:
                 raise AgentStartError(f"No Python at {python!r} on {self.host_label} ({last}); "
                                       f"give the interpreter with --python.")
-            if "SyntaxError" in err:
+            if "needs Python 3.8 or newer" in err or "SyntaxError" in err:
                 raise AgentStartError(f"{python!r} on {self.host_label} is too old to run the agent "
                                       f"(Python 3.8 or newer is needed): {last}")
             raise AgentStartError(f"The agent could not start on {self.host_label} with {python!r}: {last}")

@@ -179,3 +179,47 @@ def test_config_alias_and_jump_host(sshd, state_dir, tmp_path, capsys):
     assert json.loads(capsys.readouterr().out)["gpu_telemetry"]["source"] == "sim"
     assert main([*base, "--host", "gpu-box", "-J", "jumpbox"]) == 0
     assert json.loads(capsys.readouterr().out)["target"]["destination"] == "gpu-box"
+
+
+async def test_ssh_agent_supplies_the_key(sshd, state_dir, tmp_path, monkeypatch):
+    import subprocess
+
+    sock = tmp_path / "agent.sock"
+    agent = subprocess.Popen(["ssh-agent", "-D", "-a", str(sock)], stdout=subprocess.DEVNULL)
+    try:
+        deadline = time.monotonic() + 5
+        while not sock.exists() and time.monotonic() < deadline:
+            time.sleep(0.02)
+        env = dict(os.environ, SSH_AUTH_SOCK=str(sock))
+        subprocess.run(["ssh-add", "-q", str(sshd.client_key)], env=env, check=True)
+        monkeypatch.setenv("SSH_AUTH_SOCK", str(sock))
+        monkeypatch.setenv("HOME", str(tmp_path))  # no default keys in ~/.ssh: only the agent has one
+        t = target(sshd, state_dir)
+        t.ssh.identity_files = []
+        s = await open_session(t)
+        await s.close()
+    finally:
+        agent.terminate()
+        agent.wait()
+
+
+async def test_encrypted_key_needs_its_passphrase(sshd, state_dir, tmp_path):
+    import subprocess
+
+    from spectui.core.errors import KeyPassphraseNeeded
+
+    key = tmp_path / "id_locked"
+    subprocess.run(["ssh-keygen", "-q", "-t", "ed25519", "-N", "s3cret", "-f", str(key)], check=True)
+    auth = sshd.root / "authorized_keys"
+    original = auth.read_text()
+    auth.write_text(original + (tmp_path / "id_locked.pub").read_text())
+    try:
+        t = target(sshd, state_dir)
+        t.ssh.identity_files = [str(key)]
+        with pytest.raises(KeyPassphraseNeeded, match="encrypted"):
+            await open_session(t)
+        t.ssh.passphrase = "s3cret"
+        s = await open_session(t)
+        await s.close()
+    finally:
+        auth.write_text(original)

@@ -235,6 +235,8 @@ class SshTransport(Transport):
             ids = ", ".join(self.opts.identity_files) or "your keys and ssh-agent"
             raise AuthFailed(f"Authentication to {where} failed ({exc.reason}): the server accepted none of "
                              f"{ids}; check the user name and give the right key with -i.") from None
+        except asyncssh.KeyEncryptionError as exc:
+            raise ConnectError(f"An encrypted identity file could not be opened: {exc}.") from None
         except asyncssh.KeyImportError as exc:
             if "passphrase" in str(exc).lower():
                 raise KeyPassphraseNeeded(f"The identity file is encrypted: give its passphrase ({exc}).") from None
