@@ -346,23 +346,22 @@ class _Checker:
             if not isinstance(key, str):
                 self.error(kpath, f"flag names must be words, not {type_name(key)}", key=True)
                 continue
+            bare = key.lstrip("-").replace("_", "-")
+            if "=" in key or not FLAG_KEY_RE.match(key.lstrip("-")):
+                self.error(kpath, f"'{key}' is not a flag name; write one flag per key, e.g. 'tp-size: 8'", key=True)
+                continue
+            if bare in RESERVED_ARGS:
+                field = RESERVED_ARGS[bare]
+                self.error(kpath, f"spectui writes --{bare} itself; set the top-level field '{field}' instead",
+                           key=True, suggestions=[field])
+                continue
             if key.startswith("-"):
-                bare = key.lstrip("-")
                 self.error(kpath, f"write flags without the leading dashes; did you mean '{bare}'?",
                            key=True, suggestions=[bare])
                 continue
-            if "=" in key or not FLAG_KEY_RE.match(key):
-                self.error(kpath, f"'{key}' is not a flag name; write one flag per key, e.g. 'tp-size: 8'", key=True)
-                continue
             if "_" in key:
-                dashed = key.replace("_", "-")
-                self.error(kpath, f"SGLang flags use dashes, not underscores; did you mean '{dashed}'?",
-                           key=True, suggestions=[dashed])
-                continue
-            if key in RESERVED_ARGS:
-                field = RESERVED_ARGS[key]
-                self.error(kpath, f"spectui writes --{key} itself; set the top-level field '{field}' instead",
-                           key=True, suggestions=[field])
+                self.error(kpath, f"SGLang flags use dashes, not underscores; did you mean '{bare}'?",
+                           key=True, suggestions=[bare])
                 continue
             self._flag_value(kpath, key, val)
 

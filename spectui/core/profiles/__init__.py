@@ -1,0 +1,50 @@
+"""Server profiles: YAML files describing how to launch an SGLang server, and their checks.
+
+Layout (one job per module):
+
+- ``yamlsource``: YAML reading that keeps each key's and value's line and column;
+- ``schema``: the fields a profile may have, and checking one file against them;
+- ``resolve``: applying ``extends`` and filling in defaults;
+- ``discovery``: where profile folders are (shipped, ``$SPECTUI_PROFILES_PATH``, user config);
+- ``loader``: reading them all into a ``ProfileLibrary``, collecting every error;
+- ``model``: ``Profile``, the resolved result (with a redacted view and a content hash);
+- ``argv``: turning a profile into an argv list and an environment;
+- ``flags`` / ``flagcache``: checking a profile against a host's ``--help``, and caching that;
+- ``errors``: ``ProfileError``.
+"""
+
+from spectui.core.profiles.argv import build_argv, build_env, format_command
+from spectui.core.profiles.discovery import (
+    PROFILES_PATH_ENV,
+    ProfileLayer,
+    default_layers,
+    shipped_profile_dirs,
+    user_profile_dir,
+)
+from spectui.core.profiles.errors import ProfileError
+from spectui.core.profiles.flagcache import FlagCache
+from spectui.core.profiles.flags import FlagInfo, FlagSet, check_against, parse_help_flags
+from spectui.core.profiles.loader import ProfileLibrary, load_profile, load_profiles
+from spectui.core.profiles.model import Location, Profile
+
+__all__ = [
+    "PROFILES_PATH_ENV",
+    "FlagCache",
+    "FlagInfo",
+    "FlagSet",
+    "Location",
+    "Profile",
+    "ProfileError",
+    "ProfileLayer",
+    "ProfileLibrary",
+    "build_argv",
+    "build_env",
+    "check_against",
+    "default_layers",
+    "format_command",
+    "load_profile",
+    "load_profiles",
+    "parse_help_flags",
+    "shipped_profile_dirs",
+    "user_profile_dir",
+]

@@ -1,0 +1,76 @@
+"""Where profile files live.
+
+Two layers, later overriding earlier by profile name:
+
+1. shipped profiles: the folders in ``$SPECTUI_PROFILES_PATH`` (``os.pathsep``-separated) when it
+   is set, otherwise the ``profiles/`` folder shipped with spectui (next to the package in a source
+   checkout, or under ``<prefix>/share/spectui/profiles`` when installed as data files);
+2. the user's profiles: ``platformdirs.user_config_dir("spectui")/profiles/``.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+
+import platformdirs
+
+import spectui
+
+PROFILES_PATH_ENV = "SPECTUI_PROFILES_PATH"
+PROFILE_SUFFIXES = (".yaml", ".yml")
+
+
+@dataclass(frozen=True)
+class ProfileLayer:
+    """A group of profile folders; a later layer overrides an earlier one by profile name."""
+
+    label: str
+    dirs: tuple[Path, ...]
+
+    def files(self) -> list[Path]:
+        out: list[Path] = []
+        for folder in self.dirs:
+            out.extend(profile_files(folder))
+        return out
+
+
+def shipped_profile_dirs() -> list[Path]:
+    """The folders holding shipped profiles (see the module docstring)."""
+    value = os.environ.get(PROFILES_PATH_ENV)
+    if value:
+        return [Path(p).expanduser() for p in value.split(os.pathsep) if p]
+    package = Path(spectui.__file__).resolve().parent
+    candidates = [
+        package / "profiles",
+        package.parent / "profiles",
+        Path(sys.prefix) / "share" / "spectui" / "profiles",
+    ]
+    for candidate in candidates:
+        if candidate.is_dir():
+            return [candidate]
+    return []
+
+
+def user_profile_dir() -> Path:
+    """The user's own profiles folder (may not exist)."""
+    return Path(platformdirs.user_config_dir("spectui")) / "profiles"
+
+
+def default_layers() -> list[ProfileLayer]:
+    """Shipped profiles, then the user's."""
+    return [
+        ProfileLayer("shipped", tuple(shipped_profile_dirs())),
+        ProfileLayer("user", (user_profile_dir(),)),
+    ]
+
+
+def profile_files(folder: Path) -> list[Path]:
+    """The ``*.yaml``/``*.yml`` files directly in ``folder``, sorted; none if it does not exist."""
+    try:
+        entries = sorted(Path(folder).iterdir())
+    except OSError:
+        return []
+    return [p for p in entries if p.suffix in PROFILE_SUFFIXES and p.is_file() and not p.name.startswith(".")]

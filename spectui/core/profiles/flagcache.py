@@ -1,0 +1,89 @@
+"""A per-host cache of ``FlagSet``s, keyed by host and SGLang version.
+
+Running ``--help`` on a host costs seconds (SGLang imports torch), and a host's flags change only
+when its SGLang does, so the parsed set is stored as JSON under
+``platformdirs.user_cache_dir("spectui")/flags/`` (or the folder given).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import re
+import tempfile
+from pathlib import Path
+
+import platformdirs
+
+from spectui.core.profiles.flags import FlagSet
+
+_FORMAT = 1
+
+
+def default_flag_cache_dir() -> Path:
+    return Path(platformdirs.user_cache_dir("spectui")) / "flags"
+
+
+def _slug(text: str) -> str:
+    return re.sub(r"[^A-Za-z0-9._@-]+", "_", text).strip("._") or "_"
+
+
+class FlagCache:
+    """``FlagSet`` JSON files, one per (host, SGLang version)."""
+
+    def __init__(self, root: str | os.PathLike | None = None) -> None:
+        self.root = Path(root) if root is not None else default_flag_cache_dir()
+
+    def path_for(self, host: str, version: str) -> Path:
+        digest = hashlib.sha256(f"{host}\0{version}".encode()).hexdigest()[:12]
+        return self.root / f"{_slug(host)}--{_slug(version)}--{digest}.json"
+
+    def get(self, host: str, version: str) -> FlagSet | None:
+        """The cached set, or None when absent, unreadable or from another host/version."""
+        path = self.path_for(host, version)
+        try:
+            data = json.loads(path.read_text(encoding="utf-8"))
+        except (OSError, ValueError):
+            return None
+        if not isinstance(data, dict) or data.get("format") != _FORMAT \
+                or data.get("host") != host or data.get("version") != version:
+            return None
+        try:
+            return FlagSet.from_json(data)
+        except (KeyError, TypeError, AttributeError):
+            return None
+
+    def put(self, host: str, version: str, flagset: FlagSet) -> Path:
+        """Store ``flagset`` atomically; returns the file written."""
+        path = self.path_for(host, version)
+        path.parent.mkdir(parents=True, exist_ok=True)
+        payload = {"format": _FORMAT, "host": host, "version": version, **flagset.to_json()}
+        fd, tmp = tempfile.mkstemp(prefix=".flags-", suffix=".json", dir=path.parent)
+        try:
+            with os.fdopen(fd, "w", encoding="utf-8") as fh:
+                json.dump(payload, fh, indent=1, sort_keys=True)
+            os.replace(tmp, path)
+        except BaseException:
+            Path(tmp).unlink(missing_ok=True)
+            raise
+        return path
+
+    def forget(self, host: str, version: str | None = None) -> int:
+        """Remove the cached sets of ``host`` (one version, or all); returns how many."""
+        if version is not None:
+            try:
+                self.path_for(host, version).unlink()
+                return 1
+            except FileNotFoundError:
+                return 0
+        removed = 0
+        for path in self.root.glob(f"{_slug(host)}--*.json"):
+            try:
+                data = json.loads(path.read_text(encoding="utf-8"))
+            except (OSError, ValueError):
+                continue
+            if isinstance(data, dict) and data.get("host") == host:
+                path.unlink(missing_ok=True)
+                removed += 1
+        return removed

@@ -1,0 +1,156 @@
+"""``Profile``: one fully resolved server profile (``extends`` applied, defaults filled in).
+
+A Profile is what the rest of spectui works with. Its ``env`` may hold secrets, so every way of
+showing it (``repr``, ``str``, ``redacted()``, ``to_dict()``) masks the env values; only
+``build_env`` hands them out, for the process that starts the server.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from dataclasses import dataclass, field
+from typing import Any
+
+DEFAULT_LAUNCHER: tuple[str, ...] = ("-m", "sglang.launch_server")
+DEFAULT_HOST = "127.0.0.1"
+DEFAULT_PORT = 30000
+REDACTED = "<redacted>"
+
+
+@dataclass(frozen=True)
+class Location:
+    """Where a value was written: file, 1-based line and column."""
+
+    path: str
+    line: int | None = None
+    column: int | None = None
+    #: Where the key of a map entry was written (the value may be on another line).
+    key_line: int | None = None
+    key_column: int | None = None
+
+
+@dataclass(frozen=True, eq=False, repr=False)
+class Profile:
+    """A resolved profile. Build it with ``load_profiles``; fields follow the YAML fields."""
+
+    name: str
+    model: str
+    description: str = ""
+    python: str | None = None
+    host: str = DEFAULT_HOST
+    port: int = DEFAULT_PORT
+    gpus: tuple[str, ...] | None = None
+    env: dict[str, str] = field(default_factory=dict)
+    args: dict[str, Any] = field(default_factory=dict)
+    launcher: tuple[str, ...] = DEFAULT_LAUNCHER
+    sim: dict[str, Any] = field(default_factory=dict)
+    tags: tuple[str, ...] = ()
+    metrics: bool = True
+    extends: str | None = None
+    #: The file this profile was defined in.
+    source: str | None = None
+    #: The extends chain from the root ancestor down to this profile.
+    chain: tuple[str, ...] = ()
+    #: Where each value was written (dotted field name -> Location), across the extends chain.
+    origins: dict[str, Location] = field(default_factory=dict)
+
+    # -- identity --------------------------------------------------------------------------
+    def launch_spec(self) -> dict[str, Any]:
+        """Everything that decides what server runs; the input of ``content_hash``."""
+        return {
+            "name": self.name,
+            "model": self.model,
+            "python": self.python,
+            "launcher": list(self.launcher),
+            "host": self.host,
+            "port": self.port,
+            "gpus": list(self.gpus) if self.gpus is not None else None,
+            "env": dict(self.env),
+            "args": dict(self.args),
+            "sim": dict(self.sim),
+            "metrics": self.metrics,
+        }
+
+    @property
+    def content_hash(self) -> str:
+        """sha256 (hex) of the canonical JSON of ``launch_spec()``: equal for equal servers.
+
+        Labels (description, tags) and provenance (source file, chain) do not change it.
+        """
+        canonical = json.dumps(
+            self.launch_spec(), sort_keys=True, separators=(",", ":"), ensure_ascii=False
+        )
+        return hashlib.sha256(canonical.encode("utf-8")).hexdigest()
+
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, Profile):
+            return NotImplemented
+        return self.content_hash == other.content_hash and self.description == other.description \
+            and self.tags == other.tags
+
+    def __hash__(self) -> int:
+        return hash(self.content_hash)
+
+    # -- speculative summary ---------------------------------------------------------------
+    @property
+    def algorithm(self) -> str | None:
+        """The ``speculative-algorithm`` argument, or ``None`` for a plain server."""
+        value = self.args.get("speculative-algorithm")
+        return str(value) if value not in (None, False) else None
+
+    def speculative_settings(self) -> dict[str, Any]:
+        """The key speculative settings (None where unset): steps, topk, draft tokens, draft model."""
+        args = self.args
+        return {
+            "algorithm": self.algorithm,
+            "num_steps": args.get("speculative-num-steps"),
+            "topk": args.get("speculative-eagle-topk"),
+            "draft_tokens": args.get("speculative-num-draft-tokens"),
+            "draft_model": args.get("speculative-draft-model-path", args.get("speculative-draft-model")),
+        }
+
+    # -- display (secrets masked) ----------------------------------------------------------
+    def location_of(self, field_name: str) -> Location | None:
+        """Where ``field_name`` (e.g. ``args.speculative-algorithm``) was written, if known."""
+        probe = field_name
+        while probe:
+            if probe in self.origins:
+                return self.origins[probe]
+            probe = probe.rpartition(".")[0]
+        return Location(self.source) if self.source else None
+
+    def redacted(self) -> dict[str, Any]:
+        """A plain dict for display, with every ``env`` value replaced by ``<redacted>``."""
+        return {
+            "name": self.name,
+            "description": self.description,
+            "model": self.model,
+            "python": self.python,
+            "launcher": list(self.launcher),
+            "host": self.host,
+            "port": self.port,
+            "gpus": list(self.gpus) if self.gpus is not None else None,
+            "env": {k: REDACTED for k in self.env},
+            "args": dict(self.args),
+            "sim": dict(self.sim),
+            "tags": list(self.tags),
+            "metrics": self.metrics,
+            "extends": self.extends,
+            "source": self.source,
+            "content_hash": self.content_hash,
+        }
+
+    to_dict = redacted
+
+    def __repr__(self) -> str:
+        env = {k: REDACTED for k in self.env}
+        return (
+            f"Profile(name={self.name!r}, model={self.model!r}, algorithm={self.algorithm!r}, "
+            f"host={self.host!r}, port={self.port!r}, gpus={self.gpus!r}, env={env!r}, "
+            f"args={self.args!r}, source={self.source!r})"
+        )
+
+    def __str__(self) -> str:
+        algo = self.algorithm or "no speculation"
+        return f"{self.name} ({self.model}, {algo})"
