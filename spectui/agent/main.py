@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import argparse
 import hashlib
+import importlib
 import os
 import signal
 import sys
@@ -15,12 +16,16 @@ import threading
 import time
 from concurrent.futures import ThreadPoolExecutor
 
-from . import facts
+from . import facts, launch_help
 from .gpu_select import SOURCES, open_source
 from .gpu_stream import GpuStream
 from .protocol import AgentError, Channel, hello
+from .server_manager import ServerManager
 
 DEFAULT_STATE = "~/.cache/spectui"
+
+# Agent modules that register request methods (see Agent.__init__).
+FEATURE_MODULES = ["source_methods"]
 
 
 def local_bundle_hash():
@@ -47,7 +52,8 @@ class Agent(object):
         self._source = None
         self._source_lock = threading.Lock()
         self.stream = None
-        self.pool = ThreadPoolExecutor(max_workers=8)
+        self.pool = ThreadPoolExecutor(max_workers=16)
+        self.servers = ServerManager(self.state_dir, channel, self.gpu_source, simulated=self.simulated)
         self.started = time.time()
         self.methods = {
             "ping": self.ping,
@@ -56,7 +62,19 @@ class Agent(object):
             "gpu.subscribe": self.gpu_subscribe,
             "gpu.unsubscribe": self.gpu_unsubscribe,
             "agent.stats": self.agent_stats,
+            "python.sglang": launch_help.sglang_version,
+            "launch.help": launch_help.launch_help,
+            "servers.list": lambda p: self.servers.list(p),
+            "server.start": lambda p: self.servers.start(p),
+            "server.stop": lambda p: self.servers.stop(p),
+            "server.switch": lambda p: self.servers.switch(p),
+            "server.wait": lambda p: self.servers.wait(p),
+            "server.logs": lambda p: self.servers.logs(p),
         }
+        # Feature modules add their methods: each has ``methods(agent) -> {name: fn(params)}``.
+        for name in FEATURE_MODULES:
+            module = importlib.import_module("." + name, __package__)
+            self.methods.update(module.methods(self))
         # Methods answered on the reading thread (cheap, and their timing matters).
         self.inline = {"ping", "agent.stats"}
 
@@ -124,12 +142,15 @@ class Agent(object):
             result = fn(params)
         except AgentError as exc:
             self.channel.error(req_id, exc.code, exc.message)
+        except KeyError as exc:
+            self.channel.error(req_id, "bad_params", "the request lacks the parameter %s" % exc)
         except Exception as exc:
             self.channel.error(req_id, "internal", "%s: %s" % (type(exc).__name__, exc))
         else:
             self.channel.reply(req_id, result)
 
     def close(self):
+        self.servers.close()
         if self.stream is not None:
             self.stream.stop()
         with self._source_lock:

@@ -15,12 +15,12 @@ from spectui.core.transport.ssh import SshOptions
 GPU_SOURCES = ("auto", "nvml", "nvidia-smi", "sim", "none")
 
 
-def add_host_options(parser: argparse.ArgumentParser, *, positional: bool = False) -> None:
+def add_host_options(parser: argparse.ArgumentParser, *, positional: bool = False, required: bool = True) -> None:
     where = parser.add_argument_group("host")
     if positional:
         where.add_argument("destination", metavar="DEST", help="[user@]host[:port] or an SSH config alias")
     else:
-        x = where.add_mutually_exclusive_group(required=True)
+        x = where.add_mutually_exclusive_group(required=required)
         x.add_argument("-H", "--host", dest="destination", metavar="DEST",
                        help="[user@]host[:port] or an SSH config alias ('local' for this machine)")
         x.add_argument("--demo", action="store_true", help="use the built-in simulated GPU host")
@@ -37,6 +37,10 @@ def add_host_options(parser: argparse.ArgumentParser, *, positional: bool = Fals
     ssh.add_argument("--accept-new-host-key", action="store_true",
                      help="trust and save the key of a host not yet in known_hosts (a changed key is always refused)")
     ssh.add_argument("--connect-timeout", metavar="S", type=float, default=15.0)
+
+
+def has_host(args: argparse.Namespace) -> bool:
+    return bool(getattr(args, "demo", False) or getattr(args, "destination", None))
 
 
 def target_from_args(args: argparse.Namespace) -> HostTarget:

@@ -13,6 +13,9 @@ from spectui import __version__
 COMMAND_MODULES = [
     "status",
     "profiles",
+    "servers",
+    "source",
+    "logs",
 ]
 
 

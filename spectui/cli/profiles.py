@@ -14,6 +14,8 @@ from pathlib import Path
 
 from spectui.core.profiles import PROFILES_PATH_ENV, Profile, ProfileLibrary, load_profiles, user_profile_dir
 from spectui.core.profiles.loader import expand_profile_paths
+from spectui.cli.hostopts import add_host_options, explain_connect_error, has_host, run_with_passphrase_prompt, target_from_args
+from spectui.core.errors import ConnectError, SpectuiError
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
@@ -46,6 +48,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     )
     p_check.add_argument("paths", nargs="*", metavar="PATH", help="profile files or folders to check")
     p_check.add_argument("--json", action="store_true", help="print the problems as JSON")
+    add_host_options(p_check, required=False)
     p_check.set_defaults(func=cmd_check)
 
 
@@ -129,6 +132,15 @@ def cmd_check(args: argparse.Namespace) -> int:
     if args.paths and n_files == 0:
         print(f"no profile files (*.yaml) in {', '.join(args.paths)}", file=sys.stderr)
         return 1
+    if has_host(args):
+        # Flags and algorithm values against the host's own SGLang (the simulator's on a demo host).
+        try:
+            target = target_from_args(args)
+            library.errors.extend(run_with_passphrase_prompt(target, lambda t: _host_problems(t, checked)))
+        except SpectuiError as exc:
+            print("spectui: " + (explain_connect_error(exc, args.argv) if isinstance(exc, ConnectError) else str(exc)),
+                  file=sys.stderr)
+            return 1
     if args.json:
         json.dump({"checked": [p.name for p in checked], "errors": [e.to_dict() for e in library.errors]},
                   sys.stdout, indent=2)
@@ -144,3 +156,17 @@ def cmd_check(args: argparse.Namespace) -> int:
             print(f"{len(checked)} profile{'s' if len(checked) != 1 else ''} OK ({files})", file=sys.stderr)
     return 1 if library.errors else 0
 
+
+
+async def _host_problems(target, profiles: list[Profile]) -> list:
+    from spectui.core.flagcheck import check_on_host
+    from spectui.core.session import open_session
+
+    session = await open_session(target)
+    try:
+        problems = []
+        for profile in profiles:
+            problems.extend(await check_on_host(session, profile))
+        return problems
+    finally:
+        await session.close()

@@ -1,0 +1,189 @@
+"""Following one server: its process, its log and its health, as lifecycle states.
+
+``starting`` -> ``loading`` (weight-loading progress from the log) -> ``ready`` once the
+readiness line has appeared and ``/health_generate`` answers 200. A process that exits
+before ready is ``failed`` (reason from the log); a ready one that dies is ``crashed``;
+one that stops answering ``/health_generate`` for ``UNRESPONSIVE_AFTER_S`` is
+``unresponsive``.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import time
+from collections import deque
+
+from .logparse import LogFeeder
+from .server_process import alive, proc_stat
+
+try:  # Python 3.8 has both
+    from urllib.request import urlopen
+    from urllib.error import HTTPError, URLError
+except ImportError:  # pragma: no cover
+    raise
+
+TAIL_LINES = 40
+UNRESPONSIVE_AFTER_S = 20.0
+HEALTH_EVERY_S = 3.0
+HEALTH_TIMEOUT_S = 2.0
+MAX_READ = 4 * 1024 * 1024
+
+_REASONS = (
+    re.compile(r"(CUDA out of memory[^\n]*)"),
+    re.compile(r"((?:\S+\.py|launch_server|sglang\.launch_server|server\.py): error: [^\n]*)"),
+    re.compile(r"(Address already in use[^\n]*)"),
+)
+
+
+def health_ok(host, port, path="/health_generate"):
+    host = "127.0.0.1" if host in (None, "", "0.0.0.0") else ("::1" if host == "::" else host)
+    url = "http://%s:%d%s" % ("[%s]" % host if ":" in host else host, int(port), path)
+    try:
+        with urlopen(url, timeout=HEALTH_TIMEOUT_S) as resp:
+            return resp.status == 200
+    except HTTPError:
+        return False
+    except (URLError, OSError, ValueError):
+        return False
+
+
+class ServerWatch(object):
+    def __init__(self, record, log_path, popen=None, clock=time.monotonic):
+        self.record = record
+        self.log_path = log_path
+        self.popen = popen
+        self.clock = clock
+        self.pos = 0
+        self.partial = b""
+        self.feeder = LogFeeder()
+        self.tail = deque(maxlen=TAIL_LINES)
+        self.ready_line = False
+        self.errors = []  # summaries of error events, in order
+        self.last_health_ok = None
+        self.last_health_at = 0.0
+        self.exit_status = None
+
+    # --- log -------------------------------------------------------------------------
+    def _read_log(self):
+        try:
+            size = os.path.getsize(self.log_path)
+        except OSError:
+            return []
+        if size < self.pos:  # truncated
+            self.pos, self.partial = 0, b""
+        if size == self.pos:
+            return []
+        with open(self.log_path, "rb") as fh:
+            fh.seek(self.pos)
+            data = fh.read(MAX_READ)
+        self.pos += len(data)
+        data = self.partial + data
+        lines = data.split(b"\n")
+        self.partial = lines.pop()
+        return [l.decode("utf-8", "replace").rstrip("\r") for l in lines]
+
+    def _absorb(self, records):
+        changed = False
+        r = self.record
+        for rec in records:
+            kind = rec.get("kind")
+            if kind == "loading":
+                r["progress"] = {"percent": rec.get("percent"), "done": rec.get("done"), "total": rec.get("total")}
+                if r["state"] == "starting":
+                    r["state"] = "loading"
+                changed = True
+            elif kind in ("load_begin", "load_end"):
+                if r["state"] == "starting":
+                    r["state"] = "loading"
+                    changed = True
+                if kind == "load_end":
+                    r["load_s"] = rec.get("elapsed")
+            elif kind == "ready":
+                self.ready_line = True
+            elif kind == "error" and rec.get("summary"):
+                self.errors.append(rec["summary"])
+        return changed
+
+    def reason(self):
+        """The root cause: a known cause if one was logged, else the first specific error."""
+        text = "\n".join(self.errors + list(self.tail))
+        for rx in _REASONS:
+            found = rx.findall(text)
+            if found:
+                return found[0].strip()
+        specific = [e for e in self.errors if "error messages above" not in e]
+        if specific or self.errors:
+            return (specific or self.errors)[0]
+        if self.exit_status is not None:
+            return "the process exited with status %d" % self.exit_status
+        return "the process exited"
+
+    # --- process ---------------------------------------------------------------------
+    def _alive(self):
+        if self.popen is not None:
+            status = self.popen.poll()
+            if status is not None:
+                self.exit_status = status
+                return False
+            return True
+        st = proc_stat(self.record["pid"])
+        if st is None or st[0] in ("Z", "X"):
+            return False
+        ticks = self.record.get("start_ticks")
+        return ticks is None or st[3] == ticks
+
+    def reap(self):
+        if self.popen is not None and self.exit_status is None:
+            status = self.popen.poll()
+            if status is not None:
+                self.exit_status = status
+
+    # --- one step --------------------------------------------------------------------
+    def poll(self):
+        """Advance the state from what the log, the process and the health check say.
+
+        Returns True when something a client shows changed.
+        """
+        r = self.record
+        lines = self._read_log()
+        for line in lines:
+            self.tail.append(line)
+        changed = self._absorb(self.feeder.feed_lines(lines))
+        state = r["state"]
+        if state in ("stopped", "failed", "crashed", "stopping"):
+            return changed
+        if not self._alive():
+            self._absorb(self.feeder.flush())
+            if self.partial:
+                self.tail.append(self.partial.decode("utf-8", "replace"))
+            r["state"] = "crashed" if state in ("ready", "unresponsive") else "failed"
+            r["reason"] = self.reason()
+            r["log_tail"] = list(self.tail)
+            r["exit_status"] = self.exit_status
+            r["ended_at"] = time.time()
+            return True
+        now = self.clock()
+        if state in ("starting", "loading"):
+            if self.ready_line and health_ok(r.get("host"), r["port"]):
+                r["state"] = "ready"
+                r["ready_at"] = time.time()
+                self.last_health_ok = now
+                self.last_health_at = now
+                return True
+            return changed
+        if now - self.last_health_at >= HEALTH_EVERY_S:
+            self.last_health_at = now
+            if health_ok(r.get("host"), r["port"]):
+                self.last_health_ok = now
+                if state == "unresponsive":
+                    r["state"] = "ready"
+                    r["reason"] = None
+                    return True
+            elif self.last_health_ok is None:
+                self.last_health_ok = now
+            elif now - self.last_health_ok >= r.get("unresponsive_after_s", UNRESPONSIVE_AFTER_S) and state == "ready":
+                r["state"] = "unresponsive"
+                r["reason"] = "no answer from /health_generate for %d s" % (now - self.last_health_ok)
+                return True
+        return changed
