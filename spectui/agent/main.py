@@ -25,7 +25,7 @@ from .server_manager import ServerManager
 DEFAULT_STATE = "~/.cache/spectui"
 
 # Agent modules that register request methods (see Agent.__init__).
-FEATURE_MODULES = ["source_methods"]
+FEATURE_MODULES = ["server_telemetry", "source_methods"]
 
 
 def local_bundle_hash():
@@ -55,6 +55,7 @@ class Agent(object):
         self.pool = ThreadPoolExecutor(max_workers=16)
         self.servers = ServerManager(self.state_dir, channel, self.gpu_source, simulated=self.simulated)
         self.started = time.time()
+        self._on_close = []
         self.methods = {
             "ping": self.ping,
             "host.facts": self.host_facts,
@@ -149,7 +150,16 @@ class Agent(object):
         else:
             self.channel.reply(req_id, result)
 
+    def on_close(self, fn):
+        """Run ``fn`` when the agent shuts down."""
+        self._on_close.append(fn)
+
     def close(self):
+        for fn in self._on_close:
+            try:
+                fn()
+            except Exception:
+                pass
         self.servers.close()
         if self.stream is not None:
             self.stream.stop()

@@ -117,6 +117,12 @@ class ServerManager(object):
                     self._emit(w.record)
                 if w.record["state"] in FINAL_STATES and self.watches.get(w.record["name"]) is w:
                     del self.watches[w.record["name"]]
+                    w.close()
+
+    def serving(self):
+        """{name: record} of the servers this agent watches (copies, safe to read)."""
+        with self._lock:
+            return dict((name, dict(w.record)) for name, w in self.watches.items())
 
     def close(self):
         self._stop.set()
@@ -298,8 +304,9 @@ class ServerManager(object):
                          "release_s": round(release_s, 3), "release_check": how, "pids": sorted(pids)}
             self.store.write(r)
             with self._lock:
-                if self.watches.get(name) is w:
+                if w is not None and self.watches.get(name) is w:
                     self.watches.pop(name, None)
+                    w.close()
         self._emit(r)
         return view(r)
 

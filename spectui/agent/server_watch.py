@@ -9,11 +9,11 @@ one that stops answering ``/health_generate`` for ``UNRESPONSIVE_AFTER_S`` is
 
 from __future__ import annotations
 
-import os
 import re
 import time
 from collections import deque
 
+from .logfollow import LogFollower
 from .logparse import LogFeeder
 from .server_process import alive, proc_stat
 
@@ -27,7 +27,6 @@ TAIL_LINES = 40
 UNRESPONSIVE_AFTER_S = 20.0
 HEALTH_EVERY_S = 3.0
 HEALTH_TIMEOUT_S = 2.0
-MAX_READ = 4 * 1024 * 1024
 
 _REASONS = (
     re.compile(r"(CUDA out of memory[^\n]*)"),
@@ -54,8 +53,7 @@ class ServerWatch(object):
         self.log_path = log_path
         self.popen = popen
         self.clock = clock
-        self.pos = 0
-        self.partial = b""
+        self.follower = LogFollower(log_path)
         self.feeder = LogFeeder()
         self.tail = deque(maxlen=TAIL_LINES)
         self.ready_line = False
@@ -63,25 +61,6 @@ class ServerWatch(object):
         self.last_health_ok = None
         self.last_health_at = 0.0
         self.exit_status = None
-
-    # --- log -------------------------------------------------------------------------
-    def _read_log(self):
-        try:
-            size = os.path.getsize(self.log_path)
-        except OSError:
-            return []
-        if size < self.pos:  # truncated
-            self.pos, self.partial = 0, b""
-        if size == self.pos:
-            return []
-        with open(self.log_path, "rb") as fh:
-            fh.seek(self.pos)
-            data = fh.read(MAX_READ)
-        self.pos += len(data)
-        data = self.partial + data
-        lines = data.split(b"\n")
-        self.partial = lines.pop()
-        return [l.decode("utf-8", "replace").rstrip("\r") for l in lines]
 
     def _absorb(self, records):
         changed = False
@@ -133,6 +112,9 @@ class ServerWatch(object):
         ticks = self.record.get("start_ticks")
         return ticks is None or st[3] == ticks
 
+    def close(self):
+        self.follower.close()
+
     def reap(self):
         if self.popen is not None and self.exit_status is None:
             status = self.popen.poll()
@@ -146,7 +128,7 @@ class ServerWatch(object):
         Returns True when something a client shows changed.
         """
         r = self.record
-        lines = self._read_log()
+        lines = self.follower.read_new()
         for line in lines:
             self.tail.append(line)
         changed = self._absorb(self.feeder.feed_lines(lines))
@@ -155,8 +137,9 @@ class ServerWatch(object):
             return changed
         if not self._alive():
             self._absorb(self.feeder.flush())
-            if self.partial:
-                self.tail.append(self.partial.decode("utf-8", "replace"))
+            if self.follower.partial:
+                self.tail.append(self.follower.partial)
+            self.follower.close()
             r["state"] = "crashed" if state in ("ready", "unresponsive") else "failed"
             r["reason"] = self.reason()
             r["log_tail"] = list(self.tail)

@@ -26,7 +26,10 @@ class LocalPipe(AgentPipe):
 
     async def drain(self) -> None:
         if self.proc.stdin is not None:
-            await self.proc.stdin.drain()
+            try:
+                await self.proc.stdin.drain()
+            except (ConnectionError, BrokenPipeError):
+                pass  # the agent exited; readline() sees the end and stderr says why
 
     def close_stdin(self) -> None:
         if self.proc.stdin is not None and not self.proc.stdin.is_closing():

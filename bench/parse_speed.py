@@ -1,0 +1,242 @@
+"""How fast spectui's SGLang log parser reads a realistic log, against SGLang's own regex.
+
+SGLang ships a decode-line regex, ``_PATTERN_DECODE`` in
+``sglang/srt/debug_utils/log_parser.py``. This script applies it with ``re.search`` to each
+line, and spectui's ``parse_line`` to the same lines, in the same run, timing each as the
+best of N repeats, the two interleaved (and alternating which goes first) so that both see
+the same machine state. Ours does more: it returns a dict with every field converted (accept
+length and accept rate included), where SGLang's regex only finds its match.
+
+The lines are a deterministic, realistic mix: per request one ``Prefill batch`` line, a few
+``Decode batch,`` lines of the late-2025 era (the shape SGLang's regex matches: trailing
+comma after ``#queue-req``, speculative accept fields) and one HTTP access line.
+
+    python bench/parse_speed.py [--wheel sglang-0.5.23-....whl] [--lines 40000] [--repeats 11]
+
+The regex is read from the wheel given by ``--wheel`` (or ``$SGLANG_WHEEL``), else from an
+``sglang-*.whl`` in pip's cache, else the copy embedded below is used.
+"""
+
+from __future__ import annotations
+
+import argparse
+import ast
+import glob
+import os
+import random
+import re
+import subprocess
+import sys
+import time
+import zipfile
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
+
+from spectui.agent.logparse import LogFeeder, parse_line  # noqa: E402
+
+LOG_PARSER_PATH = "sglang/srt/debug_utils/log_parser.py"
+
+# Verbatim copy of ``_PATTERN_DECODE`` from sglang/srt/debug_utils/log_parser.py in the
+# sglang 0.5.23 wheel (PyPI ``sglang==0.5.23``), used only when no wheel is found.
+EMBEDDED_PATTERN_DECODE = (
+    r"(\(\w+ pid=(?P<pid>\d+)(?:,\s*ip=(?P<ip>[\d\.]+))?\))?\s*"
+    r"\[(?P<time>\d{4}-\d{2}-\d{2} \d{2}:\d{2}:\d{2})"
+    r"(?:\s+DP(?P<dp_rank>\d+))?"
+    r"(?:\s+TP(?P<tp_rank>\d+))?"
+    r"(?:\s+EP(?P<ep_rank>\d+))?"
+    r"(?:\s+PP(?P<pp_rank>\d+))?"
+    r"\]\s+"
+    r"Decode batch( \[\d+\])?,\s+"
+    r"#running-req:\s*(?P<num_running_req>\d+),\s+"
+    r"#token:\s*(?P<num_token>\d+),\s+"
+    r"token usage:\s*(?P<token_usage>[0-9.]+),\s+"
+    r".*?"
+    r"gen throughput \(token/s\):\s*(?P<gen_throughput>[0-9.]+),\s+"
+    r"#queue-req:\s*(?P<queue_req>\d+),"
+)
+
+
+def _pip_cache_wheels() -> list:
+    try:
+        out = subprocess.run(
+            [sys.executable, "-m", "pip", "cache", "dir"],
+            capture_output=True, text=True, timeout=30, check=False,
+        ).stdout.strip()
+    except (OSError, subprocess.SubprocessError):
+        return []
+    if not out or not os.path.isdir(out):
+        return []
+    return sorted(glob.glob(os.path.join(out, "**", "sglang-*.whl"), recursive=True))
+
+
+def load_pattern(wheel: str | None) -> tuple:
+    """``(pattern, where it came from)``."""
+    candidates = [wheel] if wheel else []
+    if not wheel and os.environ.get("SGLANG_WHEEL"):
+        candidates.append(os.environ["SGLANG_WHEEL"])
+    if not candidates:
+        candidates.extend(_pip_cache_wheels())
+    for path in candidates:
+        try:
+            with zipfile.ZipFile(path) as zf:
+                source = zf.read(LOG_PARSER_PATH).decode("utf-8")
+        except (OSError, KeyError, zipfile.BadZipFile) as exc:
+            if wheel:
+                sys.exit("cannot read %s from %s: %s" % (LOG_PARSER_PATH, path, exc))
+            continue
+        for node in ast.parse(source).body:
+            if isinstance(node, ast.Assign) and any(
+                isinstance(t, ast.Name) and t.id == "_PATTERN_DECODE" for t in node.targets
+            ):
+                return ast.literal_eval(node.value), "%s (%s)" % (os.path.basename(path), LOG_PARSER_PATH)
+        if wheel:
+            sys.exit("%s in %s has no _PATTERN_DECODE" % (LOG_PARSER_PATH, path))
+    return EMBEDDED_PATTERN_DECODE, "embedded copy of sglang 0.5.23 " + LOG_PARSER_PATH
+
+
+def make_lines(n: int, seed: int = 7) -> list:
+    """A realistic late-2025 speculative-decoding log: prefill, decode lines, HTTP line."""
+    rng = random.Random(seed)
+    lines = []
+    t = 1764850000  # 2025-12-04
+    tokens = 0
+    port = 40000
+    while len(lines) < n:
+        running = rng.choice((1, 1, 1, 2, 4, 8))
+        new = rng.randint(24, 2048)
+        cached = rng.choice((0, 0, rng.randint(0, new)))
+        tokens += new
+        stamp = time.strftime("%Y-%m-%d %H:%M:%S", time.gmtime(t))
+        lines.append(
+            "[%s TP0] Prefill batch, #new-seq: 1, #new-token: %d, #cached-token: %d, #token: %d, "
+            "token usage: %.2f, #running-req: %d, #queue-req: %d, #pending-token: 0, "
+            % (stamp, new, cached, tokens, min(tokens / 400000.0, 1.0), running - 1, rng.choice((0, 0, 1)))
+        )
+        for _ in range(rng.randint(3, 6)):
+            t += rng.randint(0, 2)
+            accept_len = rng.uniform(1.2, 3.4)
+            tokens += int(40 * accept_len * running)
+            stamp = time.strftime("%Y-%m-%d %H:%M:%S", time.gmtime(t))
+            lines.append(
+                "[%s TP0] Decode batch, #running-req: %d, #token: %d, token usage: %.2f, "
+                "accept len: %.2f, accept rate: %.2f, cuda graph: True, "
+                "gen throughput (token/s): %.2f, #queue-req: %d, "
+                % (stamp, running, tokens, min(tokens / 400000.0, 1.0), accept_len,
+                   accept_len / 8.0, rng.uniform(35.0, 90.0) * running, rng.choice((0, 0, 0, 1)))
+            )
+        port += 1
+        lines.append(
+            '[%s] INFO:     127.0.0.1:%d - "POST /generate HTTP/1.1" 200 OK' % (stamp, port)
+        )
+        if tokens > 350000:
+            tokens = 0
+    return lines[:n]
+
+
+def time_theirs(pattern, lines) -> float:
+    search = pattern.search
+    start = time.perf_counter()
+    for line in lines:
+        search(line)
+    return time.perf_counter() - start
+
+
+def time_ours(lines) -> float:
+    parse = parse_line
+    start = time.perf_counter()
+    for line in lines:
+        parse(line)
+    return time.perf_counter() - start
+
+
+def time_feeder(lines) -> float:
+    feeder = LogFeeder()
+    feed = feeder.feed
+    start = time.perf_counter()
+    for line in lines:
+        feed(line)
+    feeder.flush()
+    return time.perf_counter() - start
+
+
+def check_agreement(pattern, lines) -> int:
+    """Every line SGLang's regex matches, ours reads to the same numbers (and more)."""
+    matched = 0
+    for line in lines:
+        m = pattern.search(line)
+        if m is None:
+            continue
+        matched += 1
+        rec = parse_line(line)
+        if rec is None or rec["kind"] != "decode":
+            sys.exit("ours missed a line SGLang's regex matches: %r" % line)
+        expect = {
+            "running_req": int(m.group("num_running_req")),
+            "num_token": int(m.group("num_token")),
+            "token_usage": float(m.group("token_usage")),
+            "gen_throughput": float(m.group("gen_throughput")),
+            "queue_req": int(m.group("queue_req")),
+            "time": m.group("time"),
+        }
+        for key, value in expect.items():
+            if rec.get(key) != value:
+                sys.exit("field %s differs on %r: ours %r, SGLang's %r" % (key, line, rec.get(key), value))
+        if not isinstance(rec.get("accept_len"), float) or not isinstance(rec.get("accept_rate"), float):
+            sys.exit("ours lacks accept len/rate on %r" % line)
+    return matched
+
+
+def main(argv=None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--wheel", help="an sglang wheel to read _PATTERN_DECODE from")
+    ap.add_argument("--lines", type=int, default=40000)
+    ap.add_argument("--repeats", type=int, default=11)
+    args = ap.parse_args(argv)
+
+    source, origin = load_pattern(args.wheel)
+    pattern = re.compile(source)
+    lines = make_lines(args.lines)
+    kinds = {"decode": 0, "prefill": 0, "other": 0}
+    for line in lines:
+        kinds["decode" if "Decode batch" in line else "prefill" if "Prefill batch" in line else "other"] += 1
+    matched = check_agreement(pattern, lines)
+
+    theirs, ours, feeder = [], [], []
+    for i in range(max(1, args.repeats)):
+        if i % 2:
+            ours.append(time_ours(lines))
+            theirs.append(time_theirs(pattern, lines))
+        else:
+            theirs.append(time_theirs(pattern, lines))
+            ours.append(time_ours(lines))
+        feeder.append(time_feeder(lines))
+
+    # Per kind of line (informative: where each side spends its time).
+    by_kind = {}
+    for kind, needle in (("decode", "Decode batch"), ("prefill", "Prefill batch"), ("other", None)):
+        subset = [line for line in lines if (needle in line if needle else "batch" not in line)]
+        t_best = o_best = float("inf")
+        for i in range(max(1, args.repeats)):
+            t_best = min(t_best, time_theirs(pattern, subset))
+            o_best = min(o_best, time_ours(subset))
+        by_kind[kind] = (t_best / len(subset) * 1e6, o_best / len(subset) * 1e6)
+
+    n = len(lines)
+    theirs_rate = n / min(theirs)
+    ours_rate = n / min(ours)
+    print("SGLang regex: %s" % origin)
+    print("lines: %d (decode %d, prefill %d, other %d); SGLang's regex matches %d, ours agrees on all"
+          % (n, kinds["decode"], kinds["prefill"], kinds["other"], matched))
+    print("best of %d, interleaved:" % len(theirs))
+    print("  SGLang _PATTERN_DECODE re.search  %12.0f lines/s" % theirs_rate)
+    print("  spectui parse_line (full record)  %12.0f lines/s" % ours_rate)
+    print("  spectui LogFeeder.feed            %12.0f lines/s" % (n / min(feeder)))
+    print("per line, by kind (microseconds, SGLang / ours):")
+    for kind, (t_us, o_us) in by_kind.items():
+        print("  %-8s %6.2f / %6.2f" % (kind, t_us, o_us))
+    print("ratio ours/SGLang: %.2f" % (ours_rate / theirs_rate))
+    return 0 if ours_rate >= theirs_rate else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())

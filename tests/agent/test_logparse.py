@@ -1,0 +1,341 @@
+"""The SGLang log parser: every era's batch lines, prefixes, loading, readiness, errors."""
+
+import ast
+import itertools
+from pathlib import Path
+
+import pytest
+
+from spectui.agent import logparse
+from spectui.agent.logparse import (
+    FORMULA_DRAFTS_ONLY,
+    FORMULA_INCL_BONUS,
+    LogFeeder,
+    line_time,
+    normalize_key,
+    parse_line,
+    parse_lines,
+    parse_progress,
+)
+
+# Message texts verbatim from SGLANG.md (the contract), placeholders filled in.
+PREFILL = "Prefill batch, #new-seq: 1, #new-token: 31, #cached-token: 0, #token: 31, token usage: 0.00, #running-req: 0, #queue-req: 0, #pending-token: 0, "
+DECODE_PLAIN = "Decode batch. #running-req: 1, #token: 234, token usage: 0.00, gen throughput (token/s): 82.10, #queue-req: 0, "
+DECODE_OLD_SPEC = "Decode batch. #running-req: 1, #token: 290, token usage: 0.00, accept len: 1.45, cuda graph: True, gen throughput (token/s): 41.20, #queue-req: 0, "
+DECODE_2025 = "Decode batch, #running-req: 1, #token: 290, token usage: 0.00, accept len: 1.45, accept rate: 0.18, cuda graph: True, gen throughput (token/s): 41.20, #queue-req: 0, "
+DECODE_0523 = "Decode batch, #running-req: 1, #token: 290, token usage: 0.00, accept len: 1.45, accept rate: 0.06, cuda graph: True, gen throughput (token/s): 41.20, #queue-req: 0"
+DECODE_0523_ITER_CAP = "Decode batch [1234], #running-req: 4, #token: 1290, token usage: 0.01, accept len: 2.45, accept rate: 0.21, cap len: 3.10, cuda graph: False, gen throughput (token/s): 141.20, #queue-req: 2"
+LOAD_BEGIN = "Load weight begin. avail mem=93.21 GB"
+LOAD_END = "Load weight end. elapsed=61.20 s, type=DeepseekV3ForCausalLM, avail mem=12.40 GB, mem usage=80.81 GB."
+READY = "The server is fired up and ready to roll!"
+LOADING = "Loading safetensors checkpoint shards:  45% Completed | 29/64 [01:02<01:15,  2.51s/it]"
+
+PREFIXES = [
+    ("[2026-11-30 10:00:00] ", {"time": "2026-11-30 10:00:00"}),
+    ("[2026-11-30 10:00:00.123] ", {"time": "2026-11-30 10:00:00.123"}),
+    ("[2026-11-30 10:00:00 TP0] ", {"time": "2026-11-30 10:00:00", "tp_rank": 0}),
+    ("[2026-11-30 10:00:00 DP1 TP8] ", {"time": "2026-11-30 10:00:00", "dp_rank": 1, "tp_rank": 8}),
+    ("[2026-11-30 10:00:00.045 DP1 TP8] ", {"time": "2026-11-30 10:00:00.045", "dp_rank": 1, "tp_rank": 8}),
+    ("[2026-11-30 10:00:00 DP0 PP1 ATTN_CP2 MOE_DP3 TP4 EP5] ",
+     {"time": "2026-11-30 10:00:00", "dp_rank": 0, "pp_rank": 1, "attn_cp_rank": 2, "moe_dp_rank": 3, "tp_rank": 4, "ep_rank": 5}),
+]
+
+
+def fields(rec, *names):
+    return {n: rec.get(n) for n in names}
+
+
+@pytest.mark.parametrize("prefix,expect", PREFIXES)
+def test_prefix_time_and_ranks(prefix, expect):
+    rec = parse_line(prefix + DECODE_2025)
+    assert rec["kind"] == "decode"
+    for key, value in expect.items():
+        assert rec[key] == value
+    ranks = {k for k in rec if k.endswith("_rank")}
+    assert ranks == {k for k in expect if k.endswith("_rank")}
+
+
+def test_ray_actor_prefix_gives_pid():
+    rec = parse_line("(SchedulerActor pid=4242, ip=10.0.0.7) [2026-11-30 10:00:00 TP3] " + DECODE_2025)
+    assert fields(rec, "kind", "tp_rank", "pid", "accept_len") == {"kind": "decode", "tp_rank": 3, "pid": 4242, "accept_len": 1.45}
+
+
+def test_decode_without_speculation():
+    rec = parse_line("[2026-11-30 10:00:00 TP0] " + DECODE_PLAIN)
+    assert rec == {
+        "kind": "decode", "time": "2026-11-30 10:00:00", "tp_rank": 0,
+        "running_req": 1, "num_token": 234, "token_usage": 0.0, "gen_throughput": 82.1, "queue_req": 0,
+    }
+    assert "accept_rate_formula" not in rec
+
+
+def test_decode_older_speculative_has_no_rate():
+    rec = parse_line("[2026-11-30 10:00:00] " + DECODE_OLD_SPEC)
+    assert fields(rec, "accept_len", "cuda_graph", "gen_throughput", "num_token") == {
+        "accept_len": 1.45, "cuda_graph": True, "gen_throughput": 41.2, "num_token": 290}
+    assert "accept_rate" not in rec and "accept_rate_formula" not in rec
+
+
+def test_decode_late_2025_rate_counts_bonus():
+    rec = parse_line("[2025-12-04 20:35:53 TP0] " + DECODE_2025)
+    assert fields(rec, "accept_len", "accept_rate", "accept_rate_formula") == {
+        "accept_len": 1.45, "accept_rate": 0.18, "accept_rate_formula": FORMULA_INCL_BONUS}
+
+
+def test_decode_dot_era_with_rate_counts_bonus():
+    # 2025 releases wrote "Decode batch." with an accept rate too (old formula).
+    line = "[2025-10-22 10:27:57 TP0] Decode batch. #running-req: 1, #token: 186, token usage: 0.00, accept len: 1.95, accept rate: 0.49, cuda graph: True, gen throughput (token/s): 178.86, #queue-req: 0, "
+    assert parse_line(line)["accept_rate_formula"] == FORMULA_INCL_BONUS
+
+
+def test_decode_0523_rate_is_drafts_only():
+    rec = parse_line("[2026-11-30 10:00:00 TP0] " + DECODE_0523)
+    assert fields(rec, "accept_len", "accept_rate", "queue_req", "accept_rate_formula") == {
+        "accept_len": 1.45, "accept_rate": 0.06, "queue_req": 0, "accept_rate_formula": FORMULA_DRAFTS_ONLY}
+
+
+def test_decode_0523_with_iteration_and_cap_len():
+    rec = parse_line("[2026-11-30 10:00:00.250 TP0] " + DECODE_0523_ITER_CAP)
+    assert fields(rec, "iter", "cap_len", "cuda_graph", "running_req", "queue_req", "accept_rate_formula") == {
+        "iter": 1234, "cap_len": 3.1, "cuda_graph": False, "running_req": 4, "queue_req": 2,
+        "accept_rate_formula": FORMULA_DRAFTS_ONLY}
+
+
+def test_cap_len_means_new_formula_even_with_trailing_comma():
+    line = "[2026-11-30 10:00:00] Decode batch, #running-req: 1, #token: 9, token usage: 0.00, accept len: 2.00, accept rate: 0.30, cap len: 3.00, cuda graph: True, gen throughput (token/s): 9.00, #queue-req: 0, "
+    assert parse_line(line)["accept_rate_formula"] == FORMULA_DRAFTS_ONLY
+
+
+def test_hybrid_model_keys():
+    line = ("[2026-11-30 10:00:00 TP0 EP0] Decode batch, #running-req: 24, #full token: 233600, full token usage: 0.66, "
+            "#swa token: 4096, swa token usage: 0.10, mamba num: 12, mamba usage: 0.05, accept len: 3.05, accept rate: 0.68, "
+            "npu graph: True, gen throughput (token/s): 239.06, #queue-req: 2")
+    rec = parse_line(line)
+    assert fields(rec, "full_token", "full_token_usage", "swa_token", "swa_token_usage", "mamba_num", "mamba_usage", "npu_graph") == {
+        "full_token": 233600, "full_token_usage": 0.66, "swa_token": 4096, "swa_token_usage": 0.1,
+        "mamba_num": 12, "mamba_usage": 0.05, "npu_graph": True}
+    assert "num_token" not in rec and "token_usage" not in rec
+
+
+def test_unknown_keys_are_kept_under_normalised_names():
+    line = ("[2026-11-30 10:00:00 TP0] Decode batch, #running-req: 2, #token: 100, token usage: 0.01, accept len: 1.50, "
+            "accept rate: 0.10, pre-allocated usage: 0.25, #prealloc-req: 3, waiting-image-req: 1, cuda graph: True, "
+            "gen throughput (token/s): 50.00, #queue-req: 0, est. decode TFLOPS/s (per GPU): 12.34, mode: turbo")
+    rec = parse_line(line)
+    assert fields(rec, "pre_allocated_usage", "prealloc_req", "waiting_image_req", "est_decode_tflops_s", "mode") == {
+        "pre_allocated_usage": 0.25, "prealloc_req": 3, "waiting_image_req": 1, "est_decode_tflops_s": 12.34, "mode": "turbo"}
+
+
+def test_prefill_lines():
+    rec = parse_line("[2026-11-30 10:00:00 TP0] " + PREFILL)
+    assert rec == {
+        "kind": "prefill", "time": "2026-11-30 10:00:00", "tp_rank": 0, "new_seq": 1, "new_token": 31,
+        "cached_token": 0, "num_token": 31, "token_usage": 0.0, "running_req": 0, "queue_req": 0, "pending_token": 0,
+    }
+    later = parse_line("[2026-04-05 20:02:51] Prefill batch, #new-seq: 1, #new-token: 158, #cached-token: 0, token usage: 0.08, "
+                       "#running-req: 31, #queue-req: 0, cuda graph: True, input throughput (token/s): 559.53")
+    assert fields(later, "input_throughput", "cuda_graph", "running_req") == {"input_throughput": 559.53, "cuda_graph": True, "running_req": 31}
+    old = parse_line("[2024-08-01 10:00:00 TP0] Prefill batch. #new-seq: 1, #new-token: 7, #cached-token: 0, cache hit rate: 12.50%, "
+                     "token usage: 0.00, #running-req: 0, #queue-req: 0")
+    assert old["cache_hit_rate"] == pytest.approx(0.125)
+
+
+def test_2024_gpu_prefix_inside_message():
+    rec = parse_line("[2024-07-01 10:00:00 TP0] [gpu=0] Decode batch. #running-req: 1, #token: 36, token usage: 0.00, gen throughput (token/s): 12.50, #queue-req: 0")
+    assert fields(rec, "kind", "gpu", "num_token", "gen_throughput") == {"kind": "decode", "gpu": 0, "num_token": 36, "gen_throughput": 12.5}
+
+
+def test_loading_begin_end_ready():
+    begin = parse_line("[2026-11-30 10:00:00 TP0] " + LOAD_BEGIN)
+    assert begin == {"kind": "load_begin", "time": "2026-11-30 10:00:00", "tp_rank": 0, "avail_mem": 93.21}
+    end = parse_line("[2026-11-30 10:01:01 TP0] " + LOAD_END)
+    assert end == {"kind": "load_end", "time": "2026-11-30 10:01:01", "tp_rank": 0, "elapsed": 61.2,
+                   "type": "DeepseekV3ForCausalLM", "avail_mem": 12.4, "mem_usage": 80.81}
+    quant = parse_line("[2026-11-30 10:01:01 TP0] Load weight end. elapsed=61.20 s, type=X, quant=fp8, fmt=e4m3, avail mem=1.00 GB, mem usage=2.00 GB.")
+    assert fields(quant, "quant", "fmt", "mem_usage") == {"quant": "fp8", "fmt": "e4m3", "mem_usage": 2.0}
+    assert parse_line("[2026-11-30 10:01:30] " + READY) == {"kind": "ready", "time": "2026-11-30 10:01:30"}
+
+
+def test_tqdm_progress():
+    rec = parse_line(LOADING)
+    assert rec == {"kind": "loading", "time": None, "desc": "Loading safetensors checkpoint shards",
+                   "percent": 45, "done": 29, "total": 64, "elapsed": 62, "remaining": 75}
+    start = parse_progress("Loading safetensors checkpoint shards:   0% Completed | 0/64 [00:00<?, ?it/s]")
+    assert start["done"] == 0 and "remaining" not in start
+    capture = parse_line("Capturing batches (bs=1 avail_mem=10.12 GB): 100%|##########| 36/36 [00:05<00:00,  6.52it/s]")
+    assert fields(capture, "kind", "done", "total") == {"kind": "progress", "done": 36, "total": 36}
+    updates = "\r".join("Loading safetensors checkpoint shards: %3d%% Completed | %d/4 [00:0%d<00:0%d,  1.00s/it]" % (25 * n, n, n, 4 - n) for n in range(5))
+    assert parse_line(updates)["done"] == 4  # the last update of a \r-joined line
+
+
+@pytest.mark.parametrize("line", [
+    "",
+    "hello world",
+    '[2026-11-30 10:00:00] INFO:     127.0.0.1:40052 - "POST /generate HTTP/1.1" 200 OK',
+    "[2026-11-30 10:00:00 TP0] Init torch distributed begin.",
+    "[rank0]:[W1130 10:00:00.000 ProcessGroupNCCL.cpp:1234] Warning: something",
+    "2025-12-04 20:35:53 INFO 151972 [scheduler_metrics_mixin.py:287] Decode batch. #running-req: 48, #token: 3894",
+    "[not a date here] Decode batch, #running-req: 1",
+    "[2026-11-30 10:00:00] Decode batches are fun",
+    "Decode batch, #running-req: 1, #token: 290, token usage: 0.00, gen throughput (token/s): 41.20, #queue-req: 0, ",
+])
+def test_lines_that_are_not_sglang_records_are_skipped(line):
+    assert parse_line(line) is None
+
+
+def test_line_time():
+    assert line_time("[2026-11-30 10:00:00.123 TP0] anything\n") == "2026-11-30 10:00:00.123"
+    assert line_time("no prefix") is None
+
+
+def test_normalize_key():
+    assert normalize_key("#running-req") == "running_req"
+    assert normalize_key("#token") == "num_token"
+    assert normalize_key("gen throughput (token/s)") == "gen_throughput"
+    assert normalize_key("#full token") == "full_token"
+    assert normalize_key("est. read BW (GB/s per GPU)") == "est_read_bw"
+    assert normalize_key("time") == "time_field"  # never overwrites the record's own fields
+
+
+TRACEBACK = [
+    "[2026-11-30 10:05:00 TP0] Scheduler hit an exception: Traceback (most recent call last):",
+    '  File "/sglang/srt/managers/scheduler.py", line 3012, in run_scheduler_process',
+    "    scheduler.event_loop_overlap()",
+    '  File "/sglang/srt/managers/scheduler.py", line 1022, in event_loop_overlap',
+    "    batch_result = self.run_batch(batch)",
+    "RuntimeError: CUDA error: an illegal memory access was encountered",
+    "CUDA kernel errors might be asynchronously reported at some other API call, so the stacktrace below might be incorrect.",
+    "For debugging consider passing CUDA_LAUNCH_BLOCKING=1",
+    "",
+]
+
+
+def test_traceback_is_one_error_event():
+    lines = ["[2026-11-30 10:04:59 TP0] " + DECODE_0523] + TRACEBACK + ["[2026-11-30 10:05:01] " + READY]
+    recs = parse_lines(lines)
+    assert [r["kind"] for r in recs] == ["decode", "error", "ready"]
+    err = recs[1]
+    assert err["time"] == "2026-11-30 10:05:00" and err["tp_rank"] == 0
+    assert err["summary"] == "RuntimeError: CUDA error: an illegal memory access was encountered"
+    assert err["exception"] == "RuntimeError"
+    assert err["context"] == "Scheduler hit an exception"
+    assert err["line_count"] == len(TRACEBACK) and err["lines"] == TRACEBACK
+
+
+def test_traceback_without_prefix_and_chained():
+    lines = [
+        "Traceback (most recent call last):",
+        '  File "a.py", line 1, in <module>',
+        "    f()",
+        "KeyError: 'x'",
+        "",
+        "During handling of the above exception, another exception occurred:",
+        "",
+        "Traceback (most recent call last):",
+        '  File "a.py", line 3, in <module>',
+        "    g()",
+        "ValueError: bad value",
+    ]
+    feeder = LogFeeder()
+    out = []
+    for line in lines:
+        out += feeder.feed(line)
+    assert out == [] and feeder.pending  # still gathering: nothing after it yet
+    (err,) = feeder.flush()
+    assert err["summary"] == "ValueError: bad value" and err["time"] is None and err["line_count"] == len(lines)
+    assert not feeder.pending
+
+
+def test_two_tracebacks_in_a_row_are_two_events():
+    tb = ["Traceback (most recent call last):", '  File "x.py", line 1, in f', "    boom()", "OSError: one"]
+    recs = parse_lines(tb + [line.replace("one", "two") for line in tb])
+    assert [r["summary"] for r in recs] == ["OSError: one", "OSError: two"]
+
+
+def test_traceback_is_capped_but_counted():
+    lines = ["Traceback (most recent call last):"] + ['  File "x.py", line %d, in f' % i for i in range(500)] + ["RecursionError: too deep"]
+    (err,) = parse_lines(lines, max_error_lines=50)
+    assert len(err["lines"]) == 50 and err["line_count"] == 502 and err["summary"] == "RecursionError: too deep"
+
+
+def test_traceback_ends_at_another_programs_bracketed_line():
+    recs = parse_lines([
+        "Traceback (most recent call last):",
+        '  File "x.py", line 1, in f',
+        "    boom()",
+        "RuntimeError: NCCL error",
+        "[rank0]:[W1130 10:05:00.000 ProcessGroupNCCL.cpp:1234] Warning: destroying the process group",
+        "Loading safetensors checkpoint shards: 100% Completed | 64/64 [00:58<00:00,  1.10it/s]",
+    ])
+    assert [(r["kind"], r.get("summary"), r.get("line_count")) for r in recs] == [
+        ("error", "RuntimeError: NCCL error", 4), ("loading", None, None)]
+
+
+def test_child_failure_lines_are_errors():
+    recs = parse_lines([
+        "[2026-11-30 10:05:01] Received sigquit from a child process. It usually means the child failed.",
+        "[2026-11-30 10:05:01] SIGQUIT received. signum=None, frame=None. It usually means one child failed.",
+    ])
+    assert [r["kind"] for r in recs] == ["error", "error"]
+    assert recs[0]["summary"].startswith("Received sigquit")
+
+
+def test_feeder_keeps_the_last_tqdm_update_of_a_line():
+    line = "\r".join("Loading safetensors checkpoint shards: %3d%% Completed | %d/8 [00:0%d<00:0%d,  1.00s/it]" % (n * 25 // 2, n, n, 8 - n) for n in range(9))
+    recs = LogFeeder().feed(line + "\n")
+    assert len(recs) == 1 and recs[0]["done"] == 8
+
+
+# -- the learned fast path gives exactly the generic reading ---------------------------
+
+def _all_example_lines():
+    messages = [PREFILL, DECODE_PLAIN, DECODE_OLD_SPEC, DECODE_2025, DECODE_0523, DECODE_0523_ITER_CAP]
+    for (prefix, _), msg in itertools.product(PREFIXES, messages):
+        yield prefix + msg
+        yield prefix + msg + "\n"
+        yield prefix + msg.replace("0.00", "0.37").replace(": 1,", ": 17,")
+
+
+def test_fast_path_equals_generic_reading():
+    lines = list(_all_example_lines())
+    for _ in range(3):  # first pass learns the shapes, later passes use them
+        for line in lines:
+            assert parse_line(line) == logparse._parse_generic(line), line
+    assert parse_line.__code__.co_filename == "<spectui parse_line>"  # the fast path is installed
+
+
+def test_fast_path_falls_back_on_a_new_value_and_on_another_shape():
+    base = "[2026-11-30 10:00:00 TP0] " + DECODE_0523
+    parse_line(base)
+    parse_line(base)
+    odd_value = base.replace("accept len: 1.45", "accept len: 7.77")
+    assert parse_line(odd_value)["accept_len"] == 7.77
+    reordered = "[2026-11-30 10:00:00 TP0] Decode batch, #token: 290, #running-req: 1, accept rate: 0.06, accept len: 1.45, gen throughput (token/s): 41.20, #queue-req: 0"
+    rec = parse_line(reordered)
+    assert fields(rec, "num_token", "running_req", "accept_len", "accept_rate") == {"num_token": 290, "running_req": 1, "accept_len": 1.45, "accept_rate": 0.06}
+    negative = base.replace("#token: 290", "#token: -5")
+    assert parse_line(negative)["num_token"] == -5
+
+
+# -- what the agent modules may import -----------------------------------------------------
+
+AGENT = Path(logparse.__file__).resolve().parent
+
+
+@pytest.mark.parametrize("name", ["logparse.py", "logfollow.py", "promwindow.py"])
+def test_agent_module_imports_stdlib_or_relative_only(name):
+    import sys
+
+    tree = ast.parse((AGENT / name).read_text(), feature_version=(3, 8))
+    for node in ast.walk(tree):
+        if isinstance(node, ast.ImportFrom) and node.level:
+            continue  # relative: another agent module
+        if isinstance(node, (ast.Import, ast.ImportFrom)):
+            mods = [a.name for a in node.names] if isinstance(node, ast.Import) else [node.module]
+            for mod in mods:
+                top = mod.split(".")[0]
+                if top == "prometheus_client":
+                    # only lazily, inside a function
+                    assert node.col_offset > 0, "%s imports prometheus_client at module level" % name
+                    continue
+                assert top in sys.stdlib_module_names or top == "__future__", "%s imports %s" % (name, mod)
