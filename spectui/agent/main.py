@@ -7,7 +7,6 @@ tests and the local transport, as ``python -m spectui.agent.main``.
 from __future__ import annotations
 
 import argparse
-import hashlib
 import importlib
 import os
 import signal
@@ -17,6 +16,7 @@ import time
 from concurrent.futures import ThreadPoolExecutor
 
 from . import facts, launch_help
+from .bootstrap import bundle_hash as _bundle_hash, own_sources
 from .gpu_select import SOURCES, open_source
 from .gpu_stream import GpuStream
 from .protocol import AgentError, Channel, hello
@@ -28,19 +28,9 @@ DEFAULT_STATE = "~/.cache/spectui"
 FEATURE_MODULES = ["server_telemetry", "source_methods"]
 
 
-def local_bundle_hash():
-    """Hash of the agent modules as files (the shipped bundle computes the same over its sources)."""
-    here = os.path.dirname(os.path.abspath(__file__))
-    h = hashlib.sha256()
-    for name in sorted(f for f in os.listdir(here) if f.endswith(".py") and f != "__init__.py"):
-        with open(os.path.join(here, name), "rb") as fh:
-            h.update(name[:-3].encode() + b"\0" + fh.read() + b"\0")
-    return h.hexdigest()
-
-
 def bundle_hash():
     pkg = sys.modules.get(__package__)
-    return getattr(pkg, "__bundle_hash__", None) or local_bundle_hash()
+    return getattr(pkg, "__bundle_hash__", None) or _bundle_hash(own_sources())
 
 
 class Agent(object):

@@ -1,0 +1,102 @@
+"""How agent code runs on a host from memory: the payload loader, and detached runs.
+
+The client builds a payload (this loader + every agent module's source) and sends it on the
+SSH channel's stdin; the host's Python runs it with a short ``-c`` bootstrap. The agent uses
+the same loader to start a detached helper process of its own (e.g. a benchmark runner that
+must outlive the connection): the payload goes to the new process's stdin, nothing is
+written to disk.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import subprocess
+import sys
+
+PACKAGE = "spectui_agent"
+
+_LOADER = r'''
+import sys, types, hashlib, importlib, importlib.util
+PKG = %(pkg)r
+SOURCES = %(sources)r
+ENTRY = %(entry)r
+_h = hashlib.sha256()
+for _n in sorted(SOURCES):
+    _h.update(_n.encode() + b"\0" + SOURCES[_n].encode("utf-8") + b"\0")
+_pkg = types.ModuleType(PKG)
+_pkg.__path__ = []
+_pkg.__package__ = PKG
+_pkg.__bundle_hash__ = _h.hexdigest()
+_pkg.__bundle_sources__ = SOURCES
+sys.modules[PKG] = _pkg
+
+class _BundleLoader(object):
+    def create_module(self, spec):
+        return None
+    def exec_module(self, module):
+        short = module.__name__[len(PKG) + 1:]
+        exec(compile(SOURCES[short], "<spectui-agent>/%%s.py" %% short, "exec"), module.__dict__)
+
+class _BundleFinder(object):
+    def find_spec(self, name, path=None, target=None):
+        if name.startswith(PKG + ".") and name[len(PKG) + 1:] in SOURCES:
+            return importlib.util.spec_from_loader(name, _BundleLoader())
+        return None
+
+sys.meta_path.insert(0, _BundleFinder())
+importlib.import_module(PKG + "." + ENTRY).run_and_exit(sys.argv[1:])
+'''
+
+
+def bundle_hash(sources):
+    h = hashlib.sha256()
+    for n in sorted(sources):
+        h.update(n.encode() + b"\0" + sources[n].encode("utf-8") + b"\0")
+    return h.hexdigest()
+
+
+def make_payload(sources, entry="main"):
+    """The bytes a host Python executes: the loader, the modules, and which one to run."""
+    return (_LOADER % {"pkg": PACKAGE, "sources": sources, "entry": entry}).encode("utf-8")
+
+
+def bootstrap_code(payload_len):
+    return ("import sys\n"
+            "if sys.version_info < (3, 8): sys.exit('spectui agent needs Python 3.8 or newer, this is ' + "
+            "sys.version.split()[0])\n"
+            "exec(sys.stdin.buffer.read(%d))" % payload_len)
+
+
+def own_sources():
+    """This agent's module sources: from the shipped bundle, or from the files next to this one."""
+    pkg = sys.modules.get(__package__)
+    shipped = getattr(pkg, "__bundle_sources__", None)
+    if shipped is not None:
+        return shipped
+    here = os.path.dirname(os.path.abspath(__file__))
+    out = {}
+    for name in sorted(os.listdir(here)):
+        if name.endswith(".py") and name != "__init__.py":
+            with open(os.path.join(here, name), encoding="utf-8") as fh:
+                out[name[:-3]] = fh.read()
+    return out
+
+
+def spawn_detached(entry, args, log_path, python=None, env=None):
+    """Run agent module ``entry`` (its ``run_and_exit(argv)``) as a detached process.
+
+    It gets its own session and process group, so it outlives this agent and the SSH
+    connection; stdout and stderr go to ``log_path``. Returns the Popen.
+    """
+    payload = make_payload(own_sources(), entry)
+    argv = [python or sys.executable, "-u", "-c", bootstrap_code(len(payload))] + list(args)
+    log = open(log_path, "ab", buffering=0)
+    try:
+        proc = subprocess.Popen(argv, stdin=subprocess.PIPE, stdout=log, stderr=subprocess.STDOUT,
+                                start_new_session=True, close_fds=True, env=env)
+    finally:
+        log.close()
+    proc.stdin.write(payload)
+    proc.stdin.close()
+    return proc
