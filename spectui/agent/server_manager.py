@@ -71,8 +71,12 @@ class ServerManager(object):
                 pid = r.get("pid")
                 st = proc_stat(pid) if pid else None
                 living = st is not None and st[0] not in ("Z", "X")
-                same = (living and (r.get("start_ticks") is None or st[3] == r["start_ticks"])
-                        and cmdline(pid) == r.get("argv"))
+                # Same process: the start time (set at fork, unlike the command line, which a
+                # just-started child shows as its parent's until it execs) or, without it, argv.
+                if r.get("start_ticks") is not None:
+                    same = living and st[3] == r["start_ticks"]
+                else:
+                    same = living and cmdline(pid) == r.get("argv")
                 if same:
                     w = ServerWatch(r, self.store.log_path(name))
                     if r.get("state") == "stopping":

@@ -104,6 +104,18 @@ def _start_ticks(pid: int) -> int | None:
         return None
 
 
+def _alive(pid: int, start_ticks) -> bool:
+    """The process runs (not a zombie) and is the one that wrote the claim."""
+    try:
+        with open("/proc/%d/stat" % pid) as fh:
+            rest = fh.read().rsplit(")", 1)[1].split()
+    except (OSError, IndexError):
+        return False
+    if rest[0] == "Z":
+        return False
+    return start_ticks is None or int(rest[19]) == start_ticks
+
+
 class GpuClaim:
     """A process's hold on one virtual GPU. Call :meth:`update` periodically (heartbeat)."""
 
@@ -140,6 +152,67 @@ class GpuClaim:
             self.path.unlink()
         except FileNotFoundError:
             pass
+
+
+def memory_in_use(state_dir: str | os.PathLike, gpu: int, exclude_pids=(), now: float | None = None) -> float:
+    """MiB held on virtual GPU ``gpu`` by other processes (live, or dead but not yet released)."""
+    d = sim_dir(state_dir) / "procs"
+    now = time.time() if now is None else now
+    try:
+        delay = float(load_host(state_dir).get("release_delay_s", RELEASE_DELAY_S))
+    except (OSError, ValueError):
+        delay = RELEASE_DELAY_S
+    total = 0.0
+    try:
+        names = os.listdir(d)
+    except OSError:
+        return 0.0
+    for name in names:
+        if not name.endswith(".json") or name.startswith("."):
+            continue
+        try:
+            with open(d / name) as fh:
+                c = json.load(fh)
+            pid = int(c["pid"])
+            if int(c["gpu"]) != gpu or pid in exclude_pids:
+                continue
+        except (OSError, ValueError, KeyError, TypeError):
+            continue
+        if _alive(pid, c.get("start_ticks")) or now < float(c.get("heartbeat", 0)) + delay:
+            total += float(c.get("memory_mib", 0.0))
+    return total
+
+
+def remove_stale_claims(state_dir: str | os.PathLike, now: float | None = None) -> int:
+    """Delete claim files of processes that are gone and whose memory is already released."""
+    d = sim_dir(state_dir) / "procs"
+    now = time.time() if now is None else now
+    try:
+        delay = float(load_host(state_dir).get("release_delay_s", RELEASE_DELAY_S))
+    except (OSError, ValueError):
+        delay = RELEASE_DELAY_S
+    removed = 0
+    try:
+        names = os.listdir(d)
+    except OSError:
+        return 0
+    for name in names:
+        if not name.endswith(".json") or name.startswith("."):
+            continue
+        path = d / name
+        try:
+            with open(path) as fh:
+                c = json.load(fh)
+            pid = int(c["pid"])
+        except (OSError, ValueError, KeyError, TypeError):
+            continue
+        if not _alive(pid, c.get("start_ticks")) and now >= float(c.get("heartbeat", 0)) + delay:
+            try:
+                path.unlink()
+                removed += 1
+            except OSError:
+                pass
+    return removed
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -1,0 +1,116 @@
+"""One decode step of one request: plain decoding, or draft + exact verification.
+
+A speculator proposes a draft tree, the target's own tokens are walked through it, and the
+request commits the accepted drafts plus the target's token after them (the bonus token).
+What a step accepted is what the counters count.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Optional, Tuple
+
+from spectui.sim.engine.drafter import Drafter
+from spectui.sim.engine.ngram import NgramCache, verify_tree
+from spectui.sim.engine.request import Request
+from spectui.sim.model.markov import TargetModel
+
+EAGLE_FAMILY = ("EAGLE", "EAGLE3", "NEXTN", "STANDALONE", "DFLASH", "DSPARK", "UNO")
+
+
+@dataclass
+class SpecConfig:
+    algorithm: str = "NONE"  # NONE, NGRAM or one of EAGLE_FAMILY
+    num_steps: int = 0
+    eagle_topk: int = 1
+    num_draft_tokens: int = 1
+    agreement: float = 0.6
+    decay: float = 0.85
+    ngram_min_bfs_breadth: int = 1
+    ngram_max_bfs_breadth: int = 10
+    ngram_match_type: str = "BFS"
+    ngram_max_trie_depth: int = 18
+    ngram_capacity: int = 10_000_000
+    ngram_min_match_window: int = 1
+    ngram_max_match_window: int = 0  # 0: the trie depth
+
+    @property
+    def enabled(self) -> bool:
+        return self.algorithm != "NONE"
+
+
+class Speculator:
+    """Plain decoding: one token per step, no drafts."""
+
+    def __init__(self, model: TargetModel, config: SpecConfig):
+        self.model = model
+        self.config = config
+
+    def on_prefill(self, req: Request, first_tokens) -> None:
+        pass
+
+    def step(self, req: Request) -> Tuple[list, int]:
+        """Returns (committed tokens, correct drafts)."""
+        return req.commit(1, self.model.vocab), 0
+
+    def reset(self) -> None:
+        pass
+
+
+class NgramSpeculator(Speculator):
+    def __init__(self, model: TargetModel, config: SpecConfig):
+        super().__init__(model, config)
+        self.cache = NgramCache(
+            max_trie_depth=config.ngram_max_trie_depth,
+            min_bfs_breadth=config.ngram_min_bfs_breadth,
+            max_bfs_breadth=config.ngram_max_bfs_breadth,
+            num_draft_tokens=config.num_draft_tokens,
+            match_type=config.ngram_match_type,
+            capacity=config.ngram_capacity,
+            min_match_window=config.ngram_min_match_window,
+            max_match_window=config.ngram_max_match_window,
+        )
+
+    def on_prefill(self, req: Request, first_tokens) -> None:
+        req.spec_state = self.cache.new_stream()
+        self.cache.insert(req.spec_state, req.prompt_ids)
+        self.cache.insert(req.spec_state, first_tokens)
+
+    def step(self, req: Request) -> Tuple[list, int]:
+        tree = self.cache.draft(req.spec_state)
+        correct = verify_tree(tree, req.peek)
+        out = req.commit(correct + 1, self.model.vocab)
+        self.cache.insert(req.spec_state, out)
+        return out, min(correct, max(0, len(out) - 1))
+
+    def reset(self) -> None:
+        self.cache.reset()
+
+
+class DrafterSpeculator(Speculator):
+    def __init__(self, model: TargetModel, config: SpecConfig):
+        super().__init__(model, config)
+        self.drafter = Drafter(
+            model,
+            num_steps=config.num_steps,
+            topk=config.eagle_topk,
+            num_draft_tokens=config.num_draft_tokens,
+            agreement=config.agreement,
+            decay=config.decay,
+        )
+
+    def step(self, req: Request) -> Tuple[list, int]:
+        last = req.output_ids[-1] if req.output_ids else (req.prompt_ids[-1] if req.prompt_ids else 0)
+        tree = self.drafter.draft(last, req.peek, req.ctx.seed, len(req.output_ids))
+        correct = verify_tree(tree, req.peek)
+        out = req.commit(correct + 1, self.model.vocab)
+        return out, min(correct, max(0, len(out) - 1))
+
+
+def make_speculator(model: TargetModel, config: Optional[SpecConfig]) -> Speculator:
+    config = config or SpecConfig()
+    if config.algorithm == "NGRAM":
+        return NgramSpeculator(model, config)
+    if config.algorithm in EAGLE_FAMILY:
+        return DrafterSpeculator(model, config)
+    return Speculator(model, config)

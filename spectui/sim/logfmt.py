@@ -1,0 +1,147 @@
+"""SGLang's log lines, written the way each release era wrote them.
+
+Every line starts with ``[%Y-%m-%d %H:%M:%S] `` (``.mmm`` milliseconds when SGLANG_LOG_MS is
+set), with the rank inside the brackets for a scheduler of a multi-rank server
+(``[2026-11-30 10:00:00 TP0] ``). Eras (``--sim-log-format``):
+
+``0.4``
+    ``Prefill batch. ...`` / ``Decode batch. ...``; speculative lines carry ``accept len`` only.
+``2025``
+    ``Decode batch, ... accept len: X, accept rate: Y, ... #queue-req: N, `` with the old
+    rate: accepted tokens including the bonus token / (steps x draft tokens).
+``0.5.23``
+    ``Decode batch, ... accept len: X, accept rate: Y, cuda graph: B, gen throughput
+    (token/s): G, #queue-req: N`` (no trailing comma) with the new rate: correct drafts /
+    (steps x (draft tokens - 1)).
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+import threading
+import time
+from typing import Optional, TextIO
+
+ERAS = ("0.4", "2025", "0.5.23")
+DEFAULT_ERA = "0.5.23"
+VERSIONS = {"0.4": "0.4.6.post5", "2025": "0.5.6", "0.5.23": "0.5.23"}
+
+
+class SimLogger:
+    """Writes SGLang-style lines to a stream, one flushed write per line."""
+
+    def __init__(self, stream: Optional[TextIO] = None, tp_size: int = 1, millis: Optional[bool] = None):
+        self.stream = stream or sys.stdout
+        self.tp_size = tp_size
+        if millis is None:
+            millis = os.environ.get("SGLANG_LOG_MS", "").lower() in ("1", "true", "yes")
+        self.millis = millis
+        self._lock = threading.Lock()
+
+    def prefix(self, rank: Optional[int] = None, now: Optional[float] = None) -> str:
+        now = time.time() if now is None else now
+        stamp = time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(now))
+        if self.millis:
+            stamp += ".%03d" % int((now % 1.0) * 1000)
+        if rank is not None and self.tp_size > 1:
+            stamp += " TP%d" % rank
+        return "[%s] " % stamp
+
+    def raw(self, line: str) -> None:
+        with self._lock:
+            try:
+                self.stream.write(line if line.endswith("\n") else line + "\n")
+                self.stream.flush()
+            except (OSError, ValueError):
+                pass
+
+    def info(self, msg: str, rank: Optional[int] = None) -> None:
+        self.raw(self.prefix(rank) + msg)
+
+    def rank0(self, msg: str) -> None:
+        """A scheduler line: ``TP0`` in the prefix when the server has several ranks."""
+        self.info(msg, rank=0)
+
+    def all_ranks(self, msg: str) -> None:
+        for r in range(self.tp_size):
+            self.info(msg, rank=r)
+
+
+class LogFormat:
+    """The wording of one era."""
+
+    def __init__(self, era: str = DEFAULT_ERA):
+        if era not in ERAS:
+            raise ValueError("unknown log format %r (choose from %s)" % (era, ", ".join(ERAS)))
+        self.era = era
+        self.version = VERSIONS[era]
+
+    # -- accept rate ---------------------------------------------------------------------------
+    def accept_rate(self, accept_tokens: int, correct_drafts: int, forward_ct: int, num_draft_tokens: int) -> float:
+        """The era's accept rate over a window (0 when undefined)."""
+        if forward_ct <= 0:
+            return 0.0
+        if self.era == "0.5.23":
+            per_round = max(0, num_draft_tokens - 1)
+            return correct_drafts / (forward_ct * per_round) if per_round else 0.0
+        return accept_tokens / (forward_ct * num_draft_tokens) if num_draft_tokens else 0.0
+
+    # -- lines ---------------------------------------------------------------------------------
+    def prefill(self, new_seq: int, new_token: int, cached_token: int, num_token: int, token_usage: float,
+                running: int, queue: int, input_throughput: float) -> str:
+        if self.era == "0.4":
+            return (
+                "Prefill batch. #new-seq: %d, #new-token: %d, #cached-token: %d, token usage: %.2f, "
+                "#running-req: %d, #queue-req: %d, " % (new_seq, new_token, cached_token, token_usage, running, queue)
+            )
+        if self.era == "2025":
+            return (
+                "Prefill batch, #new-seq: %d, #new-token: %d, #cached-token: %d, token usage: %.2f, "
+                "#running-req: %d, #queue-req: %d, " % (new_seq, new_token, cached_token, token_usage, running, queue)
+            )
+        return (
+            "Prefill batch, #new-seq: %d, #new-token: %d, #cached-token: %d, #token: %d, token usage: %.2f, "
+            "#running-req: %d, #queue-req: %d, #pending-token: 0, cuda graph: False, "
+            "input throughput (token/s): %.2f"
+            % (new_seq, new_token, cached_token, num_token, token_usage, running, queue, input_throughput)
+        )
+
+    def decode(self, running: int, num_token: int, token_usage: float, spec: bool, accept_len: float,
+               accept_rate: float, cuda_graph: bool, gen_throughput: float, queue: int) -> str:
+        head = "#running-req: %d, #token: %d, token usage: %.2f, " % (running, num_token, token_usage)
+        tail = "gen throughput (token/s): %.2f, #queue-req: %d" % (gen_throughput, queue)
+        graph = "cuda graph: %s, " % cuda_graph
+        if self.era == "0.4":
+            if not spec:
+                return "Decode batch. " + head + tail + ", "
+            return "Decode batch. " + head + "accept len: %.2f, " % accept_len + graph + tail + ", "
+        body = head
+        if spec:
+            body += "accept len: %.2f, accept rate: %.2f, " % (accept_len, accept_rate)
+        if self.era == "2025":
+            return "Decode batch, " + body + graph + tail + ", "
+        return "Decode batch, " + body + graph + tail
+
+    # -- /generate meta_info keys ----------------------------------------------------------------
+    def spec_meta(self, verify_ct: int, completion_tokens: int, correct: int, num_draft_tokens: int, histogram) -> dict:
+        proposed = verify_ct * max(0, num_draft_tokens - 1)
+        if verify_ct <= 0 or proposed <= 0:
+            return {}
+        meta = {
+            "spec_accept_rate": correct / proposed,
+            "spec_accept_length": completion_tokens / verify_ct,
+        }
+        if self.era == "0.5.23":
+            meta["spec_num_correct_drafts"] = correct
+            meta["spec_num_proposed_drafts"] = proposed
+            meta["spec_verify_ct"] = verify_ct
+            if histogram:
+                meta["spec_correct_drafts_histogram"] = list(histogram)
+        else:
+            meta["spec_accepted_drafts"] = correct
+            meta["spec_proposed_drafts"] = proposed
+            meta["spec_verify_ct"] = verify_ct
+            if histogram:
+                meta["spec_accept_histogram"] = list(histogram)
+        return meta

@@ -1,0 +1,138 @@
+"""``/metrics``: SGLang's metric names, labels and buckets in a per-server registry.
+
+Scheduler gauges carry ``model_name, engine_type, tp_rank, pp_rank, moe_ep_rank`` and are set
+when a Prefill or Decode line is logged (so the speculative gauges hold the last log window and
+go stale when idle, as SGLang's do). Request counters and latency histograms carry
+``model_name, engine_type`` (plus ``is_streaming`` where SGLang has it) and are updated as
+requests produce tokens and finish.
+"""
+
+from __future__ import annotations
+
+from typing import Dict
+
+from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram, generate_latest
+from prometheus_client.exposition import CONTENT_TYPE_LATEST
+
+TTFT_BUCKETS = [0.1, 0.2, 0.4, 0.6, 0.8, 1, 2, 4, 6, 8, 10, 20, 40, 60, 80, 100, 200, 400]
+E2E_BUCKETS = [0.1, 0.2, 0.4, 0.6, 0.8, 1, 2, 4, 6, 8, 10, 20, 40, 60, 80, 100, 200, 400, 600, 1200, 1800, 2400]
+ITL_BUCKETS = [
+    0.002, 0.004, 0.006, 0.008, 0.010, 0.015, 0.020, 0.025, 0.030, 0.035, 0.040, 0.060, 0.080,
+    0.100, 0.200, 0.400, 0.600, 0.800, 1.000, 2.000, 4.000, 6.000, 8.000,
+]
+
+
+class ServerMetrics:
+    content_type = CONTENT_TYPE_LATEST
+
+    def __init__(self, model_name: str, engine_type: str = "unified"):
+        self.registry = CollectorRegistry(auto_describe=True)
+        r = self.registry
+        self.sched_labels: Dict[str, str] = {
+            "model_name": model_name,
+            "engine_type": engine_type,
+            "tp_rank": "0",
+            "pp_rank": "0",
+            "moe_ep_rank": "0",
+        }
+        self.tok_labels: Dict[str, str] = {"model_name": model_name, "engine_type": engine_type}
+        sl = list(self.sched_labels)
+        tl = list(self.tok_labels)
+
+        def gauge(name, doc):
+            return Gauge(name, doc, labelnames=sl, registry=r).labels(**self.sched_labels)
+
+        self.num_running_reqs = gauge("sglang:num_running_reqs", "The number of running requests.")
+        self.num_queue_reqs = gauge("sglang:num_queue_reqs", "The number of requests in the waiting queue.")
+        self.gen_throughput = gauge("sglang:gen_throughput", "The generation throughput (token/s).")
+        self.cache_hit_rate = gauge("sglang:cache_hit_rate", "The prefix cache hit rate.")
+        self.token_usage = gauge("sglang:token_usage", "The token usage.")
+        self.num_used_tokens = gauge("sglang:num_used_tokens", "The number of used tokens.")
+        self.spec_accept_length = gauge(
+            "sglang:spec_accept_length",
+            "Mean acceptance length of speculative decoding (accepted drafts + bonus token per forward).",
+        )
+        self.spec_accept_rate = gauge(
+            "sglang:spec_accept_rate",
+            "Speculative acceptance rate (`accepted drafts / proposed drafts` in batch).",
+        )
+        self.spec_num_steps = gauge("sglang:spec_num_steps", "Currently active speculative_num_steps.")
+        self.spec_num_draft_tokens = gauge(
+            "sglang:spec_num_draft_tokens", "Currently active speculative_num_draft_tokens."
+        )
+        self.utilization = gauge("sglang:utilization", "The utilization (request load, not GPU load).")
+        self.max_total_num_tokens = gauge("sglang:max_total_num_tokens", "Maximum total number of tokens in the KV pool.")
+        self.is_cuda_graph = gauge("sglang:is_cuda_graph", "Whether the last batch ran a CUDA graph.")
+
+        stream_l = tl + ["is_streaming"]
+        self.prompt_tokens_total = Counter(
+            "sglang:prompt_tokens", "Number of prefill tokens processed.", labelnames=stream_l, registry=r
+        )
+        self.generation_tokens_total = Counter(
+            "sglang:generation_tokens", "Number of generation tokens processed.", labelnames=stream_l, registry=r
+        )
+        self.spec_verify_calls_total = Counter(
+            "sglang:spec_verify_calls", "Number of speculative decoding verification calls.", labelnames=tl, registry=r
+        ).labels(**self.tok_labels)
+        self.num_requests_total = Counter(
+            "sglang:num_requests", "Number of requests processed.", labelnames=stream_l, registry=r
+        )
+        self.cached_tokens_total = Counter(
+            "sglang:cached_tokens", "Number of cached prompt tokens by source (device/host/storage).",
+            labelnames=tl + ["cache_source"], registry=r,
+        ).labels(cache_source="device", **self.tok_labels)
+        self.num_aborted_requests_total = Counter(
+            "sglang:num_aborted_requests", "Number of requests aborted.", labelnames=tl, registry=r
+        ).labels(**self.tok_labels)
+        self.ttft = Histogram(
+            "sglang:time_to_first_token_seconds", "Histogram of time to first token in seconds.",
+            labelnames=stream_l, buckets=TTFT_BUCKETS, registry=r,
+        )
+        self.itl = Histogram(
+            "sglang:inter_token_latency_seconds", "Histogram of inter-token latency in seconds.",
+            labelnames=tl, buckets=ITL_BUCKETS, registry=r,
+        ).labels(**self.tok_labels)
+        self.e2e = Histogram(
+            "sglang:e2e_request_latency_seconds", "Histogram of End-to-end request latency in seconds",
+            labelnames=stream_l, buckets=E2E_BUCKETS, registry=r,
+        )
+        # Children per is_streaming value, created up front so both series exist from the start.
+        self._stream = {}
+        for flag in ("true", "false"):
+            lab = dict(self.tok_labels, is_streaming=flag)
+            self._stream[flag] = (
+                self.prompt_tokens_total.labels(**lab),
+                self.generation_tokens_total.labels(**lab),
+                self.num_requests_total.labels(**lab),
+                self.ttft.labels(**lab),
+                self.e2e.labels(**lab),
+            )
+
+    # -- requests ---------------------------------------------------------------------------------
+    def observe_first_token(self, streaming: bool, ttft_s: float) -> None:
+        self._stream["true" if streaming else "false"][3].observe(ttft_s)
+
+    def observe_tokens(self, interval_s: float, new_tokens: int) -> None:
+        """Inter-token latency of ``new_tokens`` tokens that arrived together after ``interval_s``."""
+        if new_tokens <= 0:
+            return
+        each = interval_s / new_tokens
+        for _ in range(new_tokens):
+            self.itl.observe(each)
+
+    def observe_finished(self, streaming: bool, prompt_tokens: int, generation_tokens: int, cached_tokens: int,
+                         e2e_s: float, verify_ct: int, aborted: bool = False) -> None:
+        prompt_c, gen_c, req_c, _, e2e_h = self._stream["true" if streaming else "false"]
+        prompt_c.inc(prompt_tokens)
+        gen_c.inc(generation_tokens)
+        req_c.inc()
+        e2e_h.observe(e2e_s)
+        if verify_ct > 0:
+            self.spec_verify_calls_total.inc(verify_ct)
+        if cached_tokens > 0:
+            self.cached_tokens_total.inc(cached_tokens)
+        if aborted:
+            self.num_aborted_requests_total.inc()
+
+    def render(self) -> bytes:
+        return generate_latest(self.registry)

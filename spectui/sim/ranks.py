@@ -1,0 +1,142 @@
+"""The leader's side of the TP ranks: one real child process per rank, each on a virtual GPU.
+
+The children stay in the leader's process group (stopping the group stops them) and learn
+their memory and utilization from the leader over a pipe. Killing only the leader leaves them
+behind, holding their memory, until their orphan timeout.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from typing import List, Optional, Sequence
+
+
+def gpus_for_ranks(tp_size: int, visible: Optional[str], gpu_count: int) -> List[int]:
+    """Virtual GPU index of each TP rank: CUDA_VISIBLE_DEVICES maps ranks to GPUs."""
+    if visible is not None and visible.strip() != "":
+        try:
+            ids = [int(x) for x in visible.split(",") if x.strip() != ""]
+        except ValueError:
+            raise ValueError("CUDA_VISIBLE_DEVICES=%r is not a list of GPU indices" % visible)
+    else:
+        ids = list(range(gpu_count))
+    if len(ids) < tp_size:
+        raise ValueError(
+            "tp_size=%d needs %d GPUs but only %d are visible (CUDA_VISIBLE_DEVICES=%s)"
+            % (tp_size, tp_size, len(ids), visible if visible is not None else "unset")
+        )
+    for i in ids[:tp_size]:
+        if not 0 <= i < gpu_count:
+            raise ValueError("CUDA error: invalid device ordinal (GPU %d; this host has %d)" % (i, gpu_count))
+    return ids[:tp_size]
+
+
+class RankGroup:
+    def __init__(self, state_dir: str, gpus: Sequence[int], orphan_timeout: float = 60.0):
+        self.state_dir = state_dir
+        self.gpus = list(gpus)
+        self.orphan_timeout = orphan_timeout
+        self.procs: List[subprocess.Popen] = []
+        self.mem = [0.0] * len(self.gpus)
+        self.util = 0.0
+
+    @property
+    def pids(self) -> List[int]:
+        return [p.pid for p in self.procs]
+
+    def start(self) -> None:
+        tp = len(self.gpus)
+        for rank, gpu in enumerate(self.gpus):
+            name = "sglang::scheduler_TP%d" % rank if tp > 1 else "sglang::scheduler"
+            argv = [
+                sys.executable, "-m", "spectui.sim.rank_worker",
+                "--state", str(self.state_dir), "--gpu", str(gpu), "--tp-rank", str(rank),
+                "--name", name, "--orphan-timeout", str(self.orphan_timeout),
+            ]
+            self.procs.append(subprocess.Popen(argv, stdin=subprocess.PIPE, close_fds=True))
+
+    def set_memory(self, mib: float, rank: Optional[int] = None) -> None:
+        if rank is None:
+            self.mem = [float(mib)] * len(self.gpus)
+        else:
+            self.mem[rank] = float(mib)
+
+    def publish(self, util: Optional[float] = None) -> None:
+        if util is not None:
+            self.util = util
+        for rank, p in enumerate(self.procs):
+            if p.poll() is not None or p.stdin is None:
+                continue
+            try:
+                p.stdin.write((json.dumps({"mem": round(self.mem[rank], 1), "util": round(self.util, 4)}) + "\n").encode())
+                p.stdin.flush()
+            except (BrokenPipeError, OSError, ValueError):
+                pass
+
+    def wait_reported(self, timeout: float = 3.0) -> bool:
+        """Wait until every rank's claim shows the memory last sent to it."""
+        deadline = time.monotonic() + timeout
+        while True:
+            ok = True
+            for rank, p in enumerate(self.procs):
+                path = os.path.join(os.path.expanduser(str(self.state_dir)), "sim", "procs", "%d.json" % p.pid)
+                try:
+                    with open(path) as fh:
+                        shown = float(json.load(fh).get("memory_mib", -1))
+                except (OSError, ValueError):
+                    shown = -1.0
+                if abs(shown - round(self.mem[rank], 1)) > 0.5:
+                    ok = False
+                    break
+            if ok or time.monotonic() >= deadline:
+                return ok
+            time.sleep(0.02)
+
+    def alive(self) -> List[int]:
+        return [p.pid for p in self.procs if p.poll() is None]
+
+    def stop(self, timeout: float = 3.0) -> None:
+        """Ask every rank to exit (freeing its memory), then make sure they did."""
+        for p in self.procs:
+            if p.poll() is None and p.stdin is not None:
+                try:
+                    p.stdin.write(b'{"exit": true}\n')
+                    p.stdin.flush()
+                except (BrokenPipeError, OSError, ValueError):
+                    pass
+        deadline = time.monotonic() + timeout
+        for p in self.procs:
+            try:
+                p.wait(max(0.05, deadline - time.monotonic()))
+            except subprocess.TimeoutExpired:
+                p.kill()
+                p.wait(1.0)
+        self._close_pipes()
+
+    def kill(self) -> None:
+        """Kill every rank at once (a crash): their memory goes a moment later."""
+        for p in self.procs:
+            if p.poll() is None:
+                try:
+                    os.kill(p.pid, signal.SIGKILL)
+                except OSError:
+                    pass
+        for p in self.procs:
+            try:
+                p.wait(2.0)
+            except subprocess.TimeoutExpired:
+                pass
+        self._close_pipes()
+
+    def _close_pipes(self) -> None:
+        for p in self.procs:
+            if p.stdin is not None:
+                try:
+                    p.stdin.close()
+                except OSError:
+                    pass

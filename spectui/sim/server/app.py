@@ -1,0 +1,251 @@
+"""The simulated server's life: listen, start the ranks, load, warm up, serve, stop (or fail).
+
+The HTTP port is bound first, so ``/health`` answers 503 while the model loads. Faults on
+request come from timers started once the server is ready.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import signal
+import sys
+import time
+from typing import Optional
+
+from spectui.sim import faults
+from spectui.sim.engine.request import Request, SamplingParams
+from spectui.sim.engine.scheduler import Scheduler, SchedulerConfig
+from spectui.sim.hardware import cost_model
+from spectui.sim.logfmt import LogFormat, SimLogger
+from spectui.sim.metrics import ServerMetrics
+from spectui.sim.model.markov import get_model
+from spectui.sim.ranks import RankGroup, gpus_for_ranks
+from spectui.sim.server.api import Api
+from spectui.sim.server.config import ConfigError, ServerConfig, resolve, state_dir_of
+from spectui.sim.server.http import HttpServer
+from spectui.sim.server.startup import MemoryPlan, Startup
+from spectui.sim.vgpu import init_host, load_host, memory_in_use, remove_stale_claims, sim_dir
+
+PUBLISH_S = 0.25
+WARMUP_PROMPT = "The capital city of France is"
+
+
+class SimServer:
+    def __init__(self, cfg: ServerConfig):
+        self.cfg = cfg
+        self.args = cfg.args
+        self.fmt = LogFormat(cfg.era)
+        self.log = SimLogger(sys.stdout, tp_size=cfg.tp_size)
+        self.metrics = ServerMetrics(cfg.served_model_name) if self.args.enable_metrics else None
+        self.model = get_model()
+        self.state_dir = state_dir_of(self.args)
+        self.ready = False
+        self.startup_time = time.time()
+        self.scheduler: Optional[Scheduler] = None
+        self.plan: Optional[MemoryPlan] = None
+        self.ranks: Optional[RankGroup] = None
+        self.cost = cost_model(self.args.sim_hardware, cfg.tp_size, cfg.weights_gb)
+        self._stop = None
+
+    # -- what the endpoints report ------------------------------------------------------------------
+    def server_info(self) -> dict:
+        cfg = self.cfg
+        args = cfg.server_args()
+        sched = self.scheduler
+        plan = self.plan
+        state = dict(args)
+        state.update(
+            world_size=cfg.tp_size,
+            startup_time=self.startup_time,
+            effective_max_running_requests_per_dp=cfg.max_running_requests,
+            last_gen_throughput=sched.last_gen_throughput if sched else 0.0,
+            memory_usage={
+                "weight": round((plan.weights_mib if plan else 0.0) / 1024.0, 3),
+                "kvcache": round((plan.kv_mib if plan else 0.0) / 1024.0, 3),
+                "startup_available": round(((plan.total_mib - plan.other_mib - plan.weights_mib) if plan else 0.0) / 1024.0, 3),
+                "token_capacity": plan.max_total_num_tokens if plan else 0,
+                "token_capacity_swa": None,
+                "graph": {"decode": round((plan.graph_mib if plan and cfg.cuda_graph_max_bs else 0.0) / 1024.0, 3)},
+            },
+        )
+        avg = sched.avg_spec_accept_length() if sched else None
+        if avg is not None:
+            state["avg_spec_accept_length"] = avg
+        out = dict(args)
+        out.update(startup_time=self.startup_time, internal_states=[state], version=self.fmt.version, frontend="python")
+        return out
+
+    def sim_stats(self) -> dict:
+        sched = self.scheduler
+        return {
+            "ready": self.ready,
+            "hardware": self.cost.describe(),
+            "timing": sched.timing.as_dict() if sched else None,
+            "utilization": sched.utilization() if sched else 0.0,
+            "rank_pids": self.ranks.pids if self.ranks else [],
+            "ngram_trie_nodes": getattr(getattr(sched.speculator, "cache", None), "nodes", None) if sched else None,
+        }
+
+    # -- logging helpers ---------------------------------------------------------------------------------
+    def access_log(self, client: str, request_line: str, status: int) -> None:
+        self.log.info('INFO:     %s - "%s" %d' % (client, request_line, status))
+
+    def _server_args_line(self) -> str:
+        keys = ("model_path", "tokenizer_path", "host", "port", "tp_size", "mem_fraction_static", "max_running_requests",
+                "chunked_prefill_size", "context_length", "speculative_algorithm", "speculative_draft_model_path",
+                "speculative_num_steps", "speculative_eagle_topk", "speculative_num_draft_tokens", "enable_metrics",
+                "decode_log_interval", "random_seed")
+        args = self.cfg.server_args()
+        return "server_args=ServerArgs(%s)" % ", ".join("%s=%r" % (k, args.get(k)) for k in keys)
+
+    # -- life ----------------------------------------------------------------------------------------------
+    async def _publish_loop(self) -> None:
+        while True:
+            util = self.scheduler.utilization(1.0) if self.scheduler is not None else 0.0
+            self.ranks.publish(util)
+            await asyncio.sleep(PUBLISH_S)
+
+    async def _warmup(self) -> None:
+        ids = self.model.vocab.encode(WARMUP_PROMPT)
+        r = Request(ids, SamplingParams(max_new_tokens=8, temperature=0.0))
+        self.scheduler.submit(r)
+        await r.done.wait()
+        self.access_log("127.0.0.1:%d" % (40000 + os.getpid() % 20000), "POST /generate HTTP/1.1", 200)
+
+    def _fail(self, failure: faults.LoadFailure) -> int:
+        tb = str(failure)
+        self.log.info("Scheduler hit an exception: " + tb.splitlines()[0], rank=0)
+        for line in tb.splitlines()[1:]:
+            self.log.raw(line)
+        self.log.raw("")
+        faults.write_lines(sys.stderr, faults.launcher_init_failed_traceback())
+        if self.ranks is not None:
+            self.ranks.kill()
+        return 1
+
+    def _crash(self) -> None:
+        tb = faults.crash_traceback()
+        self.log.info("Scheduler hit an exception: " + tb.splitlines()[0], rank=0)
+        for line in tb.splitlines()[1:]:
+            self.log.raw(line)
+        self.log.info("Received sigquit from a child process. It usually means the child failed.")
+        self.log.info("kill_process_tree called: parent_pid=%d, include_parent=True, pid=%d" % (os.getpid(), os.getpid()))
+        faults.die_like_kill_process_tree(self.ranks)
+
+    def _hang(self) -> None:
+        faults.hang_forever(self.ranks)
+
+    async def run(self) -> int:
+        loop = asyncio.get_running_loop()
+        self._stop = asyncio.Event()
+        for sig in (signal.SIGTERM, signal.SIGINT):
+            loop.add_signal_handler(sig, self._stop.set)
+        args, cfg, log = self.args, self.cfg, self.log
+
+        if not (sim_dir(self.state_dir) / "host.json").exists():
+            init_host(self.state_dir)
+        remove_stale_claims(self.state_dir)
+        host = load_host(self.state_dir)
+        try:
+            gpus = gpus_for_ranks(cfg.tp_size, os.environ.get("CUDA_VISIBLE_DEVICES"), len(host["gpus"]))
+        except ValueError as exc:
+            log.info(str(exc))
+            faults.write_lines(sys.stderr, "RuntimeError: %s" % exc)
+            return 1
+        total_mib = float(min(host["gpus"][g]["memory_total_mib"] for g in gpus))
+        other_mib = max(memory_in_use(self.state_dir, g) for g in gpus)
+
+        api = Api(self)
+        http = HttpServer(api.handle, self.access_log)
+        try:
+            await http.start(args.host, args.port)
+        except OSError as exc:
+            log.info("ERROR:    [Errno %s] error while attempting to bind on address (%r, %d): %s"
+                     % (exc.errno, args.host, args.port, (exc.strerror or str(exc)).lower()))
+            return 1
+
+        log.info(self._server_args_line())
+        for w in cfg.warnings:
+            log.info(w)
+        self.ranks = RankGroup(self.state_dir, gpus, orphan_timeout=args.sim_orphan_timeout)
+        self.ranks.start()
+        publisher = asyncio.create_task(self._publish_loop())
+        startup = Startup(cfg, log, self.ranks, total_mib, args.sim_load_time, fail_oom=(args.sim_fail_load == "oom"),
+                          other_mib=other_mib)
+        self.plan = startup.plan
+        load = asyncio.create_task(startup.run())
+        stop_wait = asyncio.create_task(self._stop.wait())
+        done, _ = await asyncio.wait({load, stop_wait}, return_when=asyncio.FIRST_COMPLETED)
+        if load not in done:
+            load.cancel()
+            return self._shutdown(http, publisher, graceful=True)
+        if load.exception() is not None:
+            exc = load.exception()
+            publisher.cancel()
+            http.close()
+            if isinstance(exc, faults.LoadFailure):
+                return self._fail(exc)
+            raise exc
+
+        await asyncio.get_running_loop().run_in_executor(None, self.ranks.wait_reported)
+        sched_cfg = SchedulerConfig(
+            max_running_requests=cfg.max_running_requests,
+            max_prefill_tokens=max(args.max_prefill_tokens, cfg.chunked_prefill_size),
+            max_total_num_tokens=self.plan.max_total_num_tokens,
+            decode_log_interval=args.decode_log_interval,
+            base_seed=args.random_seed if args.random_seed is not None else args.sim_seed,
+            enable_prefix_cache=not args.disable_radix_cache,
+        )
+        self.scheduler = Scheduler(self.model, self.cost, cfg.spec, sched_cfg, log, self.fmt, self.metrics)
+        self.scheduler.cuda_graph_max_bs = cfg.cuda_graph_max_bs
+        if self.metrics is not None:
+            self.metrics.max_total_num_tokens.set(self.plan.max_total_num_tokens)
+        sched_task = asyncio.create_task(self.scheduler.run())
+        log.info("INFO:     Started server process [%d]" % os.getpid())
+        log.info("INFO:     Waiting for application startup.")
+        log.info("INFO:     Application startup complete.")
+        log.info("INFO:     Uvicorn running on http://%s:%d (Press CTRL+C to quit)" % (args.host, args.port))
+        if not args.skip_server_warmup:
+            self.access_log("127.0.0.1:%d" % (40000 + os.getpid() % 20000), "GET /model_info HTTP/1.1", 200)
+            await self._warmup()
+        self.ready = True
+        log.info("The server is fired up and ready to roll!")
+        if args.sim_crash_after is not None:
+            loop.call_later(max(0.0, args.sim_crash_after), self._crash)
+        if args.sim_hang_after is not None:
+            loop.call_later(max(0.0, args.sim_hang_after), self._hang)
+        await self._stop.wait()
+        sched_task.cancel()
+        return self._shutdown(http, publisher, graceful=True)
+
+    def _shutdown(self, http: HttpServer, publisher, graceful: bool) -> int:
+        self.ready = False
+        http.close()
+        publisher.cancel()
+        if self.ranks is not None:
+            self.ranks.stop()
+        return 0
+
+
+def run_server(cfg: ServerConfig) -> int:
+    server = SimServer(cfg)
+    try:
+        return asyncio.run(server.run())
+    except KeyboardInterrupt:
+        if server.ranks is not None:
+            server.ranks.stop()
+        return 0
+
+
+def main(argv=None) -> int:
+    from spectui.sim.server.cli import parse_args
+
+    ns = parse_args(argv)
+    try:
+        cfg = resolve(ns)
+    except ConfigError as exc:
+        SimLogger(sys.stdout).info(str(exc))
+        faults.write_lines(sys.stderr, "ValueError: %s" % exc)
+        return 1
+    return run_server(cfg)

@@ -1,0 +1,100 @@
+"""TP ranks as real processes on virtual GPUs: memory, utilization, and what stopping leaves."""
+
+import os
+import signal
+import threading
+import time
+
+from tests.sim.simproc import claims, live_claims, pid_alive, wait_for
+
+SMALL = ["--model-path", "meta-llama/Llama-3.1-70B-Instruct", "--sim-load-time", "0.3"]
+
+
+def test_ranks_hold_memory_and_follow_the_decode_loop(sim_server):
+    sp = sim_server(*SMALL, "--tp-size", "4", "--mem-fraction-static", "0.8")
+    c = claims(sp.state)
+    assert len(c) == 4
+    assert sorted(x["gpu"] for x in c.values()) == [0, 1, 2, 3]
+    assert sorted(x["name"] for x in c.values()) == ["sglang::scheduler_TP%d" % i for i in range(4)]
+    assert set(c) == set(sp.get_json("/sim/stats")["rank_pids"])
+    for x in c.values():
+        assert 0.75 * 98304 < x["memory_mib"] < 0.85 * 98304  # weights + KV pool at 0.8, plus graphs
+        assert x["util"] < 0.2
+        assert pid_alive(x["pid"]) and x["pid"] != sp.proc.pid
+    # a long request keeps the decode loop busy: utilization follows
+    done = threading.Event()
+
+    def load():
+        sp.post_json("/generate", {"text": "Alice", "sampling_params": {"max_new_tokens": 600, "ignore_eos": True}})
+        done.set()
+
+    threading.Thread(target=load, daemon=True).start()
+    assert wait_for(lambda: all(x["util"] > 0.8 for x in claims(sp.state).values()), timeout=5)
+    assert done.wait(30)
+    assert wait_for(lambda: all(x["util"] < 0.2 for x in claims(sp.state).values()), timeout=5)
+
+
+def test_cuda_visible_devices_maps_ranks_to_gpus(sim_server):
+    sp = sim_server(*SMALL, "--tp-size", "2", env={"CUDA_VISIBLE_DEVICES": "5,3"})
+    assert sorted(x["gpu"] for x in claims(sp.state).values()) == [3, 5]
+
+
+def test_stopping_the_group_leaves_nothing(sim_server):
+    sp = sim_server(*SMALL, "--tp-size", "2")
+    pids = sp.group_pids()
+    assert len(pids) == 3 and sp.proc.pid in pids
+    os.killpg(sp.pgid, signal.SIGTERM)
+    assert wait_for(lambda: not sp.group_pids(), timeout=10), sp.group_pids()
+    assert sp.proc.wait(5) == 0
+    assert claims(sp.state) == {}  # clean exits free their memory at once
+
+
+def test_sigterm_to_the_leader_alone_stops_its_ranks(sim_server):
+    sp = sim_server(*SMALL, "--tp-size", "2")
+    ranks = list(claims(sp.state))
+    os.kill(sp.proc.pid, signal.SIGTERM)
+    assert sp.proc.wait(10) == 0
+    assert wait_for(lambda: not any(pid_alive(p) for p in ranks), timeout=10)
+    assert live_claims(sp.state) == {}
+
+
+def test_killed_leader_leaves_ranks_holding_memory_until_their_orphan_timeout(sim_server):
+    sp = sim_server(*SMALL, "--tp-size", "2", "--sim-orphan-timeout", "2")
+    ranks = list(claims(sp.state))
+    os.kill(sp.proc.pid, signal.SIGKILL)
+    sp.proc.wait(5)
+    time.sleep(1.0)
+    held = live_claims(sp.state)
+    assert sorted(held) == sorted(ranks)  # as with real SGLang: GPU memory still taken
+    assert all(pid_alive(p) for p in ranks)
+    assert all(c["memory_mib"] > 1000 and c["util"] == 0 for c in held.values())
+    assert wait_for(lambda: not any(pid_alive(p) for p in ranks), timeout=10)
+    assert wait_for(lambda: live_claims(sp.state) == {}, timeout=3)
+
+
+def test_a_killed_rank_frees_its_memory_a_moment_later(sim_server):
+    sp = sim_server(*SMALL, "--tp-size", "2")
+    victim = sorted(claims(sp.state))[0]
+    os.kill(victim, signal.SIGKILL)
+    assert wait_for(lambda: not pid_alive(victim), timeout=5)
+    assert victim in live_claims(sp.state)  # the driver has not freed it yet
+    assert wait_for(lambda: victim not in live_claims(sp.state), timeout=3)
+
+
+def test_memory_held_by_another_server_is_not_available(sim_server):
+    first = sim_server(*SMALL, "--tp-size", "2")
+    ranks = list(claims(first.state))
+    second = sim_server(*SMALL, "--tp-size", "2", state=first.state, ready=False)
+    assert second.proc.wait(30) == 1  # 70 GB of weights per GPU do not fit in what is left
+    assert "torch.OutOfMemoryError: CUDA out of memory" in second.log()
+    assert "GPU 0 has a total capacity of 96.00 GiB" in second.log()
+    # a killed leader's orphaned ranks keep blocking the GPUs until they are gone
+    os.kill(first.proc.pid, signal.SIGKILL)
+    first.proc.wait(5)
+    third = sim_server(*SMALL, "--tp-size", "2", state=first.state, ready=False)
+    assert third.proc.wait(30) == 1
+    for pid in ranks:
+        os.kill(pid, signal.SIGTERM)
+    assert wait_for(lambda: live_claims(first.state) == {}, timeout=5)
+    fourth = sim_server(*SMALL, "--tp-size", "2", state=first.state)
+    assert fourth.get("/health")[0] == 200
