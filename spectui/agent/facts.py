@@ -2,10 +2,10 @@
 
 from __future__ import annotations
 
-import importlib.util
+from .sglang_probe import sglang_info
+
 import os
 import platform
-import re
 import socket
 import sys
 
@@ -19,33 +19,6 @@ def _os_name():
     except OSError:
         pass
     return platform.system()
-
-
-def sglang_info():
-    """Version and package path of SGLang for this Python, without importing it."""
-    try:
-        spec = importlib.util.find_spec("sglang")
-    except (ImportError, ValueError):
-        spec = None
-    if spec is None or not spec.submodule_search_locations:
-        return {"installed": False, "version": None, "path": None,
-                "message": "SGLang is not installed for %s" % sys.executable}
-    path = list(spec.submodule_search_locations)[0]
-    version = None
-    try:
-        with open(os.path.join(path, "version.py")) as fh:
-            m = re.search(r"""__version__\s*=\s*['"]([^'"]+)['"]""", fh.read())
-            if m:
-                version = m.group(1)
-    except OSError:
-        pass
-    if version is None:
-        try:
-            from importlib import metadata  # Python 3.8+
-            version = metadata.version("sglang")
-        except Exception:
-            version = None
-    return {"installed": True, "version": version, "path": path, "message": None}
 
 
 def host_facts(gpu_source):

@@ -5,24 +5,8 @@ from __future__ import annotations
 import json
 import subprocess
 
+from .bootstrap import own_sources
 from .protocol import AgentError
-
-# Runs in the profile's interpreter: find SGLang's version without importing sglang.
-_VERSION_PROBE = r"""
-import importlib.util, json, os, re, sys
-spec = importlib.util.find_spec("sglang")
-out = {"installed": False, "version": None, "path": None, "python": sys.executable}
-if spec is not None and spec.submodule_search_locations:
-    path = list(spec.submodule_search_locations)[0]
-    out.update(installed=True, path=path)
-    try:
-        m = re.search(r'__version__\s*=\s*[\'"]([^\'"]+)[\'"]', open(os.path.join(path, "version.py")).read())
-        out["version"] = m.group(1) if m else None
-    except OSError:
-        pass
-print(json.dumps(out))
-"""
-
 
 def _run(argv, timeout):
     try:
@@ -38,7 +22,7 @@ def _run(argv, timeout):
 
 def sglang_version(params):
     python = params["python"]
-    r = _run([python, "-c", _VERSION_PROBE], 30)
+    r = _run([python, "-c", own_sources()["sglang_probe"]], 30)
     if r.returncode != 0:
         last = (r.stderr.decode("utf-8", "replace").strip().splitlines() or ["exit %d" % r.returncode])[-1]
         raise AgentError("python_failed", "%s could not run: %s" % (python, last))

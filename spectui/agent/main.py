@@ -25,7 +25,7 @@ from .server_manager import ServerManager
 DEFAULT_STATE = "~/.cache/spectui"
 
 # Agent modules that register request methods (see Agent.__init__).
-FEATURE_MODULES = ["server_telemetry", "source_methods"]
+FEATURE_MODULES = ["server_telemetry", "source_methods", "traffic", "probe_methods", "bench_methods"]
 
 
 def bundle_hash():

@@ -1,10 +1,13 @@
 """Regex search over a source tree, fast enough to stand next to ``grep -rnE``.
 
-How it stays fast in Python: files are read as bytes with one ``os.read``; a literal that every
-match must contain is pulled out of the regex and checked with ``bytes.find`` first, so most
-files are dismissed without running the regex; the compiled bytes regex then runs over the
-whole file at once, and line numbers are counted only up to the matches. Binary files (a NUL
-in the first block) are skipped, and so are symlinks and special files, as ``grep -r`` does.
+How it keeps up in Python: files are read as bytes with one ``os.read``. The regex is parsed
+once into a plan (``LiteralPlan``): literals every match must contain, checked with
+``bytes.find`` to dismiss a file, and the most selective run of single-byte positions a match
+needs (``speculative_num``, ``[0-9]{6}``, ``^@``, ``foo()$``), found in the file directly or in
+its ``bytes.translate`` image when the run holds byte classes. The compiled bytes regex then
+runs only on the lines where that run occurs (or over the whole file when it occurs too often,
+or there is none), and line numbers are counted only up to the hits. Binary files (a NUL in the
+first block) are skipped, and so are symlinks and special files, as ``grep -r`` does.
 
 Semantics follow ``grep -n``: one hit per matching line; a match is never allowed to span
 lines (a pattern such as ``\\s`` that would cross a newline is retried on the line alone).
@@ -340,16 +343,29 @@ def search_anchored(rx, data, anchor, haystack, limit, nl_before=False, nl_after
     """
     out = []
     n = len(data)
-    k = len(anchor)
+    tail = [-1]
+    if nl_after and len(anchor) > 1:  # look for the newline too (a lone byte is faster alone);
+        # an unterminated last line is then checked on its own
+        if haystack.endswith(anchor) and not data.endswith(b"\n"):
+            tail[0] = n - len(anchor)
+        anchor = anchor + bytes([nl_code])
+        nl_after = False
     find = haystack.find
+
+    def after(start):
+        j = find(anchor, start)
+        if j < 0 and tail[0] >= start:
+            j, tail[0] = tail[0], -1
+        return j
+
     search = rx.search
     line_no = 1
     counted = 0
-    i = find(anchor)
+    i = after(0)
     while i >= 0:
         if (nl_before and i > 0 and haystack[i - 1] != nl_code) or \
-                (nl_after and i + k < n and haystack[i + k] != nl_code):
-            i = find(anchor, i + 1)
+                (nl_after and i + 1 < n and haystack[i + 1] != nl_code):
+            i = after(i + 1)
             continue
         ls = data.rfind(b"\n", 0, i) + 1 if i > 0 else 0
         le = data.find(b"\n", i)
@@ -364,7 +380,7 @@ def search_anchored(rx, data, anchor, haystack, limit, nl_before=False, nl_after
                 break
         if le >= n:
             break
-        i = find(anchor, le + 1)
+        i = after(le + 1)
     return out
 
 
@@ -375,7 +391,8 @@ def search_file(rx, plan, data, limit):
         return []
     if plan.needle is not None:
         hay = plan.needle_hay(data)
-        count = hay.count(plan.needle)
+        key = plan.needle + bytes([plan.nl_code]) if plan.nl_after and len(plan.needle) > 1 else plan.needle
+        count = hay.count(key) + (1 if key != plan.needle and hay.endswith(plan.needle) else 0)
         if count == 0:
             return []
         if count <= max(64, len(data) // 64):

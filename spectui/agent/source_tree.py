@@ -7,14 +7,14 @@ import re
 import stat
 
 from .protocol import AgentError
-from .source_grep import grep_tree
+from .source_grep import compile_pattern, grep_tree
 from .source_paths import VIEW_CAP_BYTES, Roots, is_binary, kind_of, read_regular, require_regular
 from .source_pyast import AstCache
 
 SPEC_DIR = "srt/speculative"
 PAGE_LINES = 1000
 PAGE_LINES_LIMIT = 5000
-PAGE_CHARS = 512 * 1024          # one page's text stays well under the 1 MB line limit
+PAGE_CHARS = 512 * 1024          # one page's JSON stays well under the 1 MB line limit
 LINE_CHARS = 4000                # longer lines are cut, with a count in the reply
 LIST_LIMIT = 5000
 
@@ -38,10 +38,12 @@ def find_package(root):
 
 
 def _read_head(path, limit=65536):
+    """The start of a small text file; None if it is missing or not a regular file (never blocks)."""
     try:
-        with open(path, "rb") as fh:
-            return fh.read(limit).decode("utf-8", "replace")
-    except OSError:
+        if not stat.S_ISREG(os.stat(path).st_mode):
+            return None
+        return read_regular(path, path, limit)[0].decode("utf-8", "replace")
+    except (OSError, AgentError):
         return None
 
 
@@ -82,6 +84,7 @@ class SourceTree(object):
         spec = self.join(self.package, SPEC_DIR) if self.package is not None else ""
         self.start = spec if spec and os.path.isdir(os.path.join(self.roots.active_real, spec)) else (self.package or "")
         self.asts = AstCache()
+        self._last_file = None
 
     # --- naming -------------------------------------------------------------------
     @staticmethod
@@ -138,8 +141,6 @@ class SourceTree(object):
 
     def grep(self, pattern, include=None, max_hits=1000, path=None, ignore_case=False, on_hits=None,
              cancelled=None):
-        from .source_grep import compile_pattern
-
         rx = compile_pattern(pattern, ignore_case)
         _, top = self.top_real(path if path is not None else (self.package or ""))
         return grep_tree(top, rx, self.display_real, include=include, max_hits=max_hits, on_hits=on_hits,
@@ -216,19 +217,28 @@ class SourceTree(object):
         return row
 
     # --- reading ------------------------------------------------------------------
-    def read_page(self, path, start=1, count=PAGE_LINES, cap=VIEW_CAP_BYTES):
-        shown, real, st = self.roots.stat(path)
-        require_regular(path, st)
+    def _file_lines(self, path, shown, real, st, cap):
+        """``(lines, size, shown_bytes)`` of a file, from a one-file cache while it is unchanged."""
+        key = (real, st.st_mtime_ns, st.st_size, cap)
+        cached = self._last_file
+        if cached is not None and cached[0] == key:
+            return cached[1]
         data, size = read_regular(path, real, cap)
         if is_binary(data):
             raise AgentError("binary", "%s is a binary file; the viewer shows text only" % shown)
-        truncated = size > len(data)
-        if truncated:  # end on a whole line
+        if size > len(data):  # truncated: end on a whole line
             cut = data.rfind(b"\n")
             if cut > 0:
                 data = data[:cut + 1]
-        text = data.decode("utf-8", "replace")
-        lines = text.splitlines()
+        result = (data.decode("utf-8", "replace").splitlines(), size, len(data))
+        self._last_file = (key, result)
+        return result
+
+    def read_page(self, path, start=1, count=PAGE_LINES, cap=VIEW_CAP_BYTES):
+        shown, real, st = self.roots.stat(path)
+        require_regular(path, st)
+        lines, size, shown_bytes = self._file_lines(path, shown, real, st, cap)
+        truncated = size > shown_bytes
         total = len(lines)
         start = max(1, int(start))
         count = max(1, min(int(count), PAGE_LINES_LIMIT))
@@ -239,7 +249,8 @@ class SourceTree(object):
             if len(line) > LINE_CHARS:
                 line = line[:LINE_CHARS] + " ..."
                 long_lines += 1
-            chars += len(line) + 1
+            # what the line costs on the wire: JSON escapes every non-ASCII character
+            chars += (len(line) if line.isascii() else len(line.encode("ascii", "backslashreplace"))) + 3
             if page and chars > PAGE_CHARS:
                 break
             page.append(line)
@@ -247,7 +258,7 @@ class SourceTree(object):
         note = None
         if truncated:
             note = ("%s is %s; only its first %s are shown (the viewer's cap)"
-                    % (shown, _size(size), _size(len(data))))
+                    % (shown, _size(size), _size(shown_bytes)))
         return {"path": shown, "module": self.module_of(shown), "size": size, "start": start, "end": end,
                 "lines": page, "total_lines": total, "eof": end >= total, "truncated": truncated,
                 "note": note, "long_lines": long_lines, "language": _language(shown)}

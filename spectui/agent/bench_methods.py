@@ -1,0 +1,417 @@
+"""Benchmark methods of the agent: start a detached runner, read its results, watch it.
+
+* ``bench.start``: write ``<state>/bench/<run_id>/spec.json`` and start ``bench_runner`` detached
+  (it outlives this agent and the SSH connection); progress events follow.
+* ``bench.status`` / ``bench.list``: a run's (or every run's) ``status.json``; a run whose
+  process is gone before it finished is marked ``interrupted`` here.
+* ``bench.results``: the per-request records from a byte ``offset`` (whole lines), the status
+  and, once finished, ``summary.json``: a client that lost its connection asks again from the
+  offset it had, so nothing is lost or read twice.
+* ``bench.cancel``: SIGTERM the runner and wait for it to write its ending.
+* ``bench.watch``: ``bench_progress`` events (requests done, live tok/s and accept length, ETA)
+  about twice a second while the run goes on and a client is connected.
+* ``bench.engines``: which of ``sglang.benchmark.serving`` / ``sglang.bench_serving`` a Python has.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import signal
+import subprocess
+import threading
+import time
+
+from .bench_runner import FINAL, read_json, write_json
+from .bootstrap import spawn_detached
+from .protocol import AgentError
+from .server_process import proc_stat
+
+RUN_ID_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,80}$")
+RESULTS_MAX_BYTES = 2 * 1024 * 1024
+SGLANG_MODULES = ("sglang.benchmark.serving", "sglang.bench_serving")
+
+
+def _new_run_id():
+    return time.strftime("%Y%m%d-%H%M%S") + "-" + os.urandom(3).hex()
+
+
+class BenchHost(object):
+    """The runs in one state folder, as seen by this agent."""
+
+    def __init__(self, agent):
+        self.agent = agent
+        self.root = os.path.join(agent.state_dir, "bench")
+        self.procs = {}
+        self.watchers = {}
+        self._lock = threading.Lock()
+
+    # --- paths and liveness ----------------------------------------------------------------
+    def run_dir(self, run_id):
+        if not isinstance(run_id, str) or not RUN_ID_RE.match(run_id):
+            raise AgentError("bad_params", "%r is not a benchmark run id" % (run_id,))
+        d = os.path.join(self.root, run_id)
+        if not os.path.isdir(d):
+            raise AgentError("unknown_run", "there is no benchmark run %s on this host" % run_id)
+        return d
+
+    def _reap(self):
+        for run_id, proc in list(self.procs.items()):
+            if proc.poll() is not None:
+                self.procs.pop(run_id, None)
+
+    def status(self, run_id, d=None):
+        """The run's status, settled: a dead runner that never finished is ``interrupted``."""
+        d = d or self.run_dir(run_id)
+        self._reap()
+        st = read_json(os.path.join(d, "status.json"))
+        if st is None:
+            spec = read_json(os.path.join(d, "spec.json"), {}) or {}
+            st = {"run_id": run_id, "state": "starting", "pid": None, "labels": spec.get("labels") or {},
+                  "created_at": spec.get("created_at")}
+            created = spec.get("created_at") or 0
+            if time.time() - created > 60 and run_id not in self.procs:
+                st.update(state="interrupted", reason="the benchmark process never started")
+                write_json(os.path.join(d, "status.json"), st)
+            return st
+        if st.get("state") not in FINAL:
+            pid = st.get("pid")
+            ps = proc_stat(pid) if pid else None
+            gone = ps is None or ps[0] in ("Z", "X") or (
+                st.get("start_ticks") is not None and ps[3] != st.get("start_ticks"))
+            if gone:
+                self._reap()
+                st = read_json(os.path.join(d, "status.json"), st)  # it may have finished meanwhile
+                if st.get("state") not in FINAL:
+                    st["state"] = "interrupted"
+                    st["reason"] = "the benchmark process ended before the run finished (killed, or the host restarted)"
+                    st["ended_at"] = st.get("ended_at") or time.time()
+                    write_json(os.path.join(d, "status.json"), st)
+        return st
+
+    # --- methods ---------------------------------------------------------------------------------
+    def start(self, params):
+        spec = dict(params["spec"])
+        engine = spec.get("engine") or "spectui"
+        if engine not in ("spectui", "sglang"):
+            raise AgentError("bad_params", "unknown benchmark engine %r (spectui or sglang)" % engine)
+        server = self._server(params)
+        spec["server"] = server
+        spec["engine"] = engine
+        if server.get("api_key"):
+            spec["headers"] = {"Authorization": "Bearer " + server.pop("api_key")}
+        if engine == "sglang":
+            spec["sglang"] = self._sglang_argv(spec, server)
+        elif not spec.get("prompts"):
+            raise AgentError("bad_params", "the benchmark has no prompts")
+        run_id = _new_run_id()
+        d = os.path.join(self.root, run_id)
+        os.makedirs(d)
+        spec["run_id"] = run_id
+        spec["created_at"] = time.time()
+        write_json(os.path.join(d, "spec.json"), spec)
+        proc = spawn_detached("bench_runner", [d], os.path.join(d, "runner.log"))
+        with self._lock:
+            self.procs[run_id] = proc
+        if params.get("watch", True):
+            self.watch({"run_id": run_id, "interval_s": params.get("interval_s", 0.5)})
+        return {"run_id": run_id, "pid": proc.pid, "dir": d, "server": dict(server, argv=server.get("argv")),
+                "engine": engine, "sglang_argv": (spec.get("sglang") or {}).get("argv")}
+
+    def _server(self, params):
+        """The server to benchmark: a named one this host runs, or an explicit port."""
+        name = params.get("server")
+        if name:
+            rec = None
+            for r in self.agent.servers.list({})["servers"]:
+                if r["name"] == name:
+                    rec = r
+            if rec is None:
+                raise AgentError("unknown_server", "no server named %s on this host" % name)
+            if rec.get("state") != "ready":
+                raise AgentError("not_ready", "server %s is %s, not ready: start it first" % (name, rec.get("state")))
+            argv = rec.get("argv") or []
+            host = rec.get("host") or "127.0.0.1"
+            out = {"name": name, "host": host, "port": rec["port"], "argv": argv, "pid": rec.get("pid"),
+                   "profile_hash": rec.get("profile_hash"), "python": argv[0] if argv else None,
+                   "model": _flag(argv, "--model-path") or _flag(argv, "--model")}
+            key = _flag(argv, "--api-key")
+            if key:
+                out["api_key"] = key
+        elif params.get("port"):
+            host = params.get("host") or "127.0.0.1"
+            out = {"name": None, "host": host, "port": int(params["port"]), "argv": None, "python": params.get("python")}
+        else:
+            raise AgentError("bad_params", "say which server to benchmark (a server name or a port)")
+        h = out["host"]
+        out["connect_host"] = "127.0.0.1" if h in (None, "", "0.0.0.0") else ("::1" if h == "::" else h)
+        return out
+
+    def _sglang_argv(self, spec, server):
+        sg = dict(spec.get("sglang") or {})
+        python = sg.get("python") or server.get("python")
+        if not python:
+            raise AgentError("bad_params", "which Python has sglang? give the server's name or a python path")
+        found = engines(python)
+        if not found["module"]:
+            raise AgentError("no_sglang_bench", "%s has neither sglang.benchmark.serving nor sglang.bench_serving; "
+                             "use the spectui engine" % python)
+        help_text = found.get("help") or ""
+        argv = [python, "-m", found["module"], "--backend", "sglang", "--host", server["connect_host"],
+                "--port", str(server["port"]), "--dataset-name", "random",
+                "--num-prompts", str(int(sg["num_prompts"])), "--random-input-len", str(int(sg["input_len"])),
+                "--random-output-len", str(int(sg["output_len"]))]
+        if spec.get("concurrency"):
+            argv += ["--max-concurrency", str(int(spec["concurrency"]))]
+        if spec.get("request_rate"):
+            argv += ["--request-rate", repr(float(spec["request_rate"]))]
+        optional = [("--random-range-ratio", ["1.0"]), ("--seed", [str(int(spec.get("seed") or 0))]),
+                    ("--warmup-requests", [str(int(sg.get("warmup") or 0))]), ("--output-details", []),
+                    ("--model", [server.get("model")] if server.get("model") else None)]
+        for flag, values in optional:
+            if values is not None and re.search(r"(^|\s)%s(\s|,|=|$)" % re.escape(flag), help_text):
+                argv += [flag] + values
+        sg.update(python=python, module=found["module"], argv=argv, flush_first=True)
+        return sg
+
+    def status_method(self, params):
+        return self.status(params["run_id"])
+
+    def list(self, params):
+        limit = int(params.get("limit") or 200)
+        out = []
+        try:
+            names = sorted(os.listdir(self.root), reverse=True)
+        except OSError:
+            names = []
+        for name in names:
+            d = os.path.join(self.root, name)
+            if RUN_ID_RE.match(name) and os.path.isdir(d):
+                out.append(self.status(name, d))
+            if len(out) >= limit:
+                break
+        return {"runs": out}
+
+    def results(self, params):
+        run_id = params["run_id"]
+        d = self.run_dir(run_id)
+        st = self.status(run_id, d)  # read before the records: a final status means every record is written
+        offset = int(params.get("offset") or 0)
+        max_bytes = int(params.get("max_bytes") or RESULTS_MAX_BYTES)
+        path = os.path.join(d, "requests.jsonl")
+        records = []
+        new_offset = offset
+        try:
+            with open(path, "rb") as fh:
+                fh.seek(offset)
+                data = fh.read(max_bytes)
+        except OSError:
+            data = b""
+        cut = data.rfind(b"\n") + 1
+        for line in data[:cut].splitlines():
+            if line.strip():
+                try:
+                    records.append(json.loads(line.decode("utf-8")))
+                except ValueError:
+                    pass
+        new_offset = offset + cut
+        size = os.path.getsize(path) if os.path.exists(path) else 0
+        complete = st.get("state") in FINAL and new_offset >= size
+        out = {"run_id": run_id, "status": st, "records": records, "offset": new_offset, "complete": complete,
+               "summary": None, "spec": None}
+        if complete:
+            out["summary"] = read_json(os.path.join(d, "summary.json"))
+            if params.get("spec", True):
+                spec = read_json(os.path.join(d, "spec.json"), {}) or {}
+                spec.pop("prompts", None)
+                spec.pop("warmup_prompts", None)
+                spec.pop("headers", None)
+                out["spec"] = spec
+            sg = os.path.join(d, "sglang.jsonl")
+            if os.path.exists(sg):
+                with open(sg, "rb") as fh:
+                    out["sglang_jsonl"] = fh.read(RESULTS_MAX_BYTES).decode("utf-8", "replace")
+        return out
+
+    def cancel(self, params):
+        run_id = params["run_id"]
+        d = self.run_dir(run_id)
+        st = self.status(run_id, d)
+        if st.get("state") in FINAL:
+            return dict(st, already_finished=True)
+        pid = st.get("pid")
+        ps = proc_stat(pid) if pid else None
+        if ps is not None and (st.get("start_ticks") is None or ps[3] == st.get("start_ticks")):
+            try:
+                os.kill(pid, signal.SIGTERM)
+            except OSError:
+                pass
+        deadline = time.monotonic() + float(params.get("wait_s") or 15.0)
+        while time.monotonic() < deadline:
+            st = self.status(run_id, d)
+            if st.get("state") in FINAL:
+                return st
+            time.sleep(0.1)
+        ps = proc_stat(pid) if pid else None
+        if ps is not None and (st.get("start_ticks") is None or ps[3] == st.get("start_ticks")):
+            try:
+                os.kill(pid, signal.SIGKILL)
+            except OSError:
+                pass
+        time.sleep(0.2)
+        return self.status(run_id, d)
+
+    def watch(self, params):
+        run_id = params["run_id"]
+        d = self.run_dir(run_id)
+        interval = max(0.1, float(params.get("interval_s") or 0.5))
+        with self._lock:
+            w = self.watchers.get(run_id)
+            if w is not None and w.alive():
+                return {"watching": True, "run_id": run_id}
+            w = self.watchers[run_id] = Watcher(self, run_id, d, interval)
+        w.start()
+        return {"watching": True, "run_id": run_id}
+
+    def close(self):
+        with self._lock:
+            for w in self.watchers.values():
+                w.stop()
+
+
+def _flag(argv, name):
+    for i, a in enumerate(argv or []):
+        if a == name and i + 1 < len(argv):
+            return argv[i + 1]
+        if a.startswith(name + "="):
+            return a.split("=", 1)[1]
+    return None
+
+
+def engines(python):
+    """Which SGLang serving benchmark ``python`` can run, and its ``--help`` (to know its flags)."""
+    code = ("import importlib.util as u, sys\n"
+            "for m in %r:\n"
+            "    try:\n"
+            "        if u.find_spec(m) is not None:\n"
+            "            print(m); break\n"
+            "    except Exception:\n"
+            "        pass\n" % (SGLANG_MODULES,))
+    try:
+        out = subprocess.run([python, "-c", code], stdout=subprocess.PIPE, stderr=subprocess.PIPE, timeout=60)
+    except (OSError, subprocess.TimeoutExpired) as exc:
+        return {"python": python, "module": None, "message": "cannot run %s (%s)" % (python, exc)}
+    module = out.stdout.decode("utf-8", "replace").strip() or None
+    result = {"python": python, "module": module, "message": None if module else
+              "%s has neither %s" % (python, " nor ".join(SGLANG_MODULES))}
+    if module:
+        try:
+            h = subprocess.run([python, "-m", module, "--help"], stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                               timeout=120)
+            result["help"] = h.stdout.decode("utf-8", "replace")
+        except (OSError, subprocess.TimeoutExpired):
+            result["help"] = ""
+    return result
+
+
+class Watcher(object):
+    """Emits ``bench_progress`` for one run until it ends or the client goes away."""
+
+    def __init__(self, host, run_id, run_dir, interval_s):
+        self.host = host
+        self.run_id = run_id
+        self.dir = run_dir
+        self.interval_s = interval_s
+        self.offset = 0
+        self.done = 0
+        self.errors = 0
+        self.tokens = 0
+        self.spec_tokens = 0
+        self.verify = 0
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._run, name="bench-watch-%s" % run_id)
+        self._thread.daemon = True
+
+    def start(self):
+        self._thread.start()
+
+    def alive(self):
+        return self._thread.is_alive()
+
+    def stop(self):
+        self._stop.set()
+
+    def _read(self):
+        path = os.path.join(self.dir, "requests.jsonl")
+        try:
+            with open(path, "rb") as fh:
+                fh.seek(self.offset)
+                data = fh.read()
+        except OSError:
+            return
+        cut = data.rfind(b"\n") + 1
+        self.offset += cut
+        for line in data[:cut].splitlines():
+            try:
+                rec = json.loads(line.decode("utf-8"))
+            except ValueError:
+                continue
+            if rec.get("cancelled"):
+                continue
+            self.done += 1
+            if not rec.get("ok"):
+                self.errors += 1
+                continue
+            self.tokens += rec.get("output_tokens") or 0
+            sp = rec.get("spec")
+            if sp and sp.get("verify_ct"):
+                self.verify += sp["verify_ct"]
+                self.spec_tokens += rec.get("output_tokens") or 0
+
+    def progress(self):
+        st = self.host.status(self.run_id, self.dir)
+        self._read()
+        now = time.time()
+        started = st.get("measure_started_at")
+        elapsed = (now if st.get("state") not in FINAL else (st.get("ended_at") or now)) - started if started else None
+        total = st.get("total") or 0
+        eta = None
+        if elapsed and self.done and total and st.get("state") == "running":
+            eta = max(0.0, elapsed / self.done * (total - self.done))
+        return {
+            "run_id": self.run_id, "state": st.get("state"), "reason": st.get("reason"),
+            "labels": st.get("labels") or {}, "done": self.done, "total": total, "errors": self.errors,
+            "warmup_done": st.get("warmup_done"), "warmup_total": st.get("warmup_total"),
+            "elapsed_s": round(elapsed, 3) if elapsed is not None else None,
+            "tok_s": round(self.tokens / elapsed, 2) if elapsed and elapsed > 0 else None,
+            "accept_length": round(float(self.spec_tokens) / self.verify, 4) if self.verify else None,
+            "eta_s": round(eta, 1) if eta is not None else None,
+        }
+
+    def _run(self):
+        channel = self.host.agent.channel
+        while True:
+            try:
+                data = self.progress()
+            except Exception as exc:  # a vanished run folder, say: tell the client once and stop
+                channel.event("bench_progress", {"run_id": self.run_id, "state": "unknown", "reason": str(exc)})
+                return
+            if not channel.event("bench_progress", data):
+                return
+            if data["state"] in FINAL or self._stop.wait(self.interval_s):
+                return
+
+
+def methods(agent):
+    host = BenchHost(agent)
+    agent.on_close(host.close)
+    return {
+        "bench.start": host.start,
+        "bench.status": host.status_method,
+        "bench.list": host.list,
+        "bench.results": host.results,
+        "bench.cancel": host.cancel,
+        "bench.watch": host.watch,
+        "bench.engines": lambda p: dict((k, v) for k, v in engines(p["python"]).items() if k != "help"),
+    }
