@@ -16,6 +16,8 @@ COMMAND_MODULES = [
     "servers",
     "source",
     "logs",
+    "probe",
+    "console",
 ]
 
 
