@@ -19,6 +19,7 @@ import threading
 import time
 
 from . import probe_sim
+from .probe_topology import host_topology
 from .bootstrap import bootstrap_code, make_payload, own_sources
 from .protocol import AgentError
 
@@ -142,7 +143,16 @@ class ProbeRunner(object):
             self._kill(proc)
 
 
+def topology(agent, params):
+    """The host's GPU topology alone (no torch needed): NVML and nvidia-smi, or the simulator's."""
+    gpus = params.get("gpus")
+    if agent.simulated:
+        return probe_sim.sim_topology(params.get("sim_hardware") or probe_sim.DEFAULT_PRESET, agent.gpu_source(),
+                                      gpus)
+    return host_topology(selected=[int(g) for g in gpus] if gpus else None)
+
+
 def methods(agent):
     runner = ProbeRunner(agent)
     agent.on_close(runner.close)
-    return {"probe.run": runner.run}
+    return {"probe.run": runner.run, "probe.topology": lambda params: topology(agent, params)}

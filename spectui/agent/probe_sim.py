@@ -74,6 +74,27 @@ def sim_model_sizes(model):
     return None
 
 
+def sim_topology(preset, gpu_source, gpus=None, description=None):
+    """The simulated host's GPUs (its virtual GPUs' names), linked as the hardware preset's name says."""
+    names = []
+    if gpu_source is not None:
+        try:
+            names = [g.get("name") for g in gpu_source.inventory().get("gpus", [])]
+        except Exception:
+            names = []
+    if gpus is None:
+        gpus = list(range(len(names)))
+    kind = "nvlink" if preset.startswith("nvlink") else ("pcie" if preset.startswith("pcie") else None)
+    return {
+        "available": bool(names), "sources": ["sim"], "gpus": [{"index": i, "name": n} for i, n in enumerate(names)],
+        "matrix": None, "p2p": None,
+        "message": "the simulated host's GPUs, linked as the hardware model %s says%s"
+                   % (preset, " (%s)" % description if description else ""),
+        "interconnect": {"gpus": [g for g in gpus if g < len(names)], "kind": kind, "nvlink_links": None,
+                         "nvswitch": None, "worst_path": None, "pcie_gen": None, "pcie_width": None, "p2p": None},
+    }
+
+
 def read_hardware_model(python, preset, tp, model, tokens, run=subprocess.run):
     argv = [python, "-c", _READ_MODEL, preset, str(tp), model or "", json.dumps(tokens)]
     try:
@@ -116,21 +137,8 @@ def run(params, gpu_source=None, python=None, run_process=subprocess.run):
         sizes.append({"tokens": t, "bytes": model["hidden_size"] * t * model["dtype_bytes"], "n": None,
                       "median_ms": lat, "p99_ms": lat, "min_ms": lat, "mean_ms": lat,
                       "halves_median_ms": None, "stable": None, "rank_median_ms": []})
-    names = []
-    if gpu_source is not None:
-        try:
-            names = [g.get("name") for g in gpu_source.inventory().get("gpus", [])]
-        except Exception:
-            names = []
     gpus = [int(g) for g in (params.get("gpus") or range(world))]
-    kind = "nvlink" if preset.startswith("nvlink") else ("pcie" if preset.startswith("pcie") else None)
-    topo_gpus = [{"index": i, "name": n} for i, n in enumerate(names)]
-    topology = {
-        "available": bool(topo_gpus), "sources": ["sim"], "gpus": topo_gpus, "matrix": None, "p2p": None,
-        "message": "the simulated host's GPUs, linked as the hardware model %s says (%s)" % (preset, hw["description"]),
-        "interconnect": {"gpus": [g for g in gpus if g < len(names)], "kind": kind, "nvlink_links": None,
-                         "nvswitch": None, "worst_path": None, "pcie_gen": None, "pcie_width": None, "p2p": None},
-    }
+    topology = sim_topology(preset, gpu_source, gpus, hw["description"])
     return {
         "schema": SCHEMA,
         "provenance": {"kind": "sim-hardware-model", "preset": preset, "source": "spectui.sim.hardware",

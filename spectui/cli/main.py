@@ -18,6 +18,8 @@ COMMAND_MODULES = [
     "logs",
     "probe",
     "console",
+    "bench",
+    "history",
 ]
 
 

@@ -1,0 +1,35 @@
+"""Running the probe through a session: ``probe.run`` on the agent, with progress events."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+from spectui.core.rpc import Event
+from spectui.core.session import Session
+
+PROGRESS_EVENT = "probe.progress"
+
+
+async def run_probe(session: Session, params: dict, *,
+                    on_progress: Callable[[dict], None] | None = None) -> dict:
+    """The probe's result dict (schema ``spectui.probe/1``); AgentCallError carries its sentence."""
+    remove = None
+    if on_progress is not None:
+        remove = session.client.add_listener(
+            lambda ev: on_progress(ev.data) if isinstance(ev, Event) and ev.name == PROGRESS_EVENT else None)
+    try:
+        timeout = float(params.get("timeout_s") or 900) + 30.0
+        return await session.client.call("probe.run", params, timeout=timeout)
+    finally:
+        if remove is not None:
+            remove()
+
+
+async def fetch_topology(session: Session, *, gpus: list[int] | None = None,
+                         sim_hardware: str | None = None) -> dict:
+    """The host's GPU topology without running the probe (for a header at connect time).
+
+    ``interconnect_header(topology)`` turns it into one line; on the simulated host the links
+    follow ``sim_hardware`` (default ``pcie-8gpu``).
+    """
+    return await session.client.call("probe.topology", {"gpus": gpus, "sim_hardware": sim_hardware}, timeout=60)
