@@ -376,15 +376,20 @@ class Watcher(object):
         started = st.get("measure_started_at")
         elapsed = (now if st.get("state") not in FINAL else (st.get("ended_at") or now)) - started if started else None
         total = st.get("total") or 0
+        streamed = max(st.get("tokens_streamed") or 0, self.tokens)
+        expected = total * (st.get("output_len") or 0)
         eta = None
-        if elapsed and self.done and total and st.get("state") == "running":
-            eta = max(0.0, elapsed / self.done * (total - self.done))
+        if elapsed and st.get("state") == "running":
+            if streamed and expected:
+                eta = max(0.0, elapsed / streamed * (expected - streamed))
+            elif self.done and total:
+                eta = max(0.0, elapsed / self.done * (total - self.done))
         return {
             "run_id": self.run_id, "state": st.get("state"), "reason": st.get("reason"),
             "labels": st.get("labels") or {}, "done": self.done, "total": total, "errors": self.errors,
             "warmup_done": st.get("warmup_done"), "warmup_total": st.get("warmup_total"),
             "elapsed_s": round(elapsed, 3) if elapsed is not None else None,
-            "tok_s": round(self.tokens / elapsed, 2) if elapsed and elapsed > 0 else None,
+            "tok_s": round(streamed / elapsed, 2) if elapsed and elapsed > 0 else None,
             "accept_length": round(float(self.spec_tokens) / self.verify, 4) if self.verify else None,
             "eta_s": round(eta, 1) if eta is not None else None,
         }

@@ -107,12 +107,14 @@ class Runner(object):
         self._lock = threading.Lock()
         self._conns = set()
         self._out = None
+        self.streamed = 0  # tokens received by measured requests so far, finished or not
+        self._measuring = False
         self.status = {
             "run_id": spec["run_id"], "state": "starting", "pid": os.getpid(), "engine": spec.get("engine", "spectui"),
             "started_at": time.time(), "updated_at": time.time(), "measure_started_at": None, "ended_at": None,
             "total": len(spec.get("prompts") or []) if spec.get("engine", "spectui") == "spectui"
             else int((spec.get("sglang") or {}).get("num_prompts") or 0),
-            "done": 0, "errors": 0, "warmup_total": len(spec.get("warmup_prompts") or []), "warmup_done": 0,
+            "done": 0, "errors": 0, "tokens_streamed": 0, "output_len": spec.get("output_len"), "warmup_total": len(spec.get("warmup_prompts") or []), "warmup_done": 0,
             "reason": None, "labels": spec.get("labels") or {}, "server": srv.get("name"),
         }
         self._start_ticks()
@@ -130,6 +132,7 @@ class Runner(object):
 
     def set_status(self, **changes):
         with self._lock:
+            self.status["tokens_streamed"] = self.streamed
             self.status.update(changes)
             self.status["updated_at"] = time.time()
             write_json(self.path("status.json"), self.status)
@@ -137,6 +140,7 @@ class Runner(object):
     def write_record(self, rec):
         line = json.dumps(rec, separators=(",", ":")) + "\n"
         with self._lock:
+            self.status["tokens_streamed"] = self.streamed
             self._out.write(line.encode("utf-8"))
             self._out.flush()
             if not rec.get("cancelled"):
@@ -305,6 +309,9 @@ class Runner(object):
                     n = len(ids) if len(ids) >= have else have + len(ids)
                 new = int(n) - have
                 if new > 0:
+                    if record:
+                        with self._lock:
+                            self.streamed += new
                     if last_t is None:
                         rec["ttft_ms"] = (now - t0) * 1000.0
                         rec["first_chunk_tokens"] = new
@@ -345,6 +352,14 @@ class Runner(object):
             with self._lock:
                 self._conns.discard(conn)
             conn.close()
+
+    def _heartbeat(self):
+        """Refresh status.json while requests stream, so progress shows tokens as they arrive."""
+        last = -1
+        while self._measuring and not self.stop.wait(0.5):
+            if self.streamed != last:
+                last = self.streamed
+                self.set_status()
 
     def _check_server(self):
         try:
@@ -466,7 +481,14 @@ class Runner(object):
         p0 = time.perf_counter()
         summary["measure_started_at"] = t0
         self.set_status(state="running", measure_started_at=t0)
-        self.drive(spec.get("prompts") or [], record=True)
+        beat = threading.Thread(target=self._heartbeat, name="bench-heartbeat")
+        beat.daemon = True
+        self._measuring = True
+        beat.start()
+        try:
+            self.drive(spec.get("prompts") or [], record=True)
+        finally:
+            self._measuring = False
         summary["duration_s"] = time.perf_counter() - p0
         summary["measure_ended_at"] = time.time()
         self.set_status(state="finishing")
