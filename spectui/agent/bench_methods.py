@@ -68,8 +68,9 @@ class BenchHost(object):
         st = read_json(os.path.join(d, "status.json"))
         if st is None:
             spec = read_json(os.path.join(d, "spec.json"), {}) or {}
-            st = {"run_id": run_id, "state": "starting", "pid": None, "labels": spec.get("labels") or {},
-                  "created_at": spec.get("created_at")}
+            proc = self.procs.get(run_id)
+            st = {"run_id": run_id, "state": "starting", "pid": proc.pid if proc is not None else None,
+                  "labels": spec.get("labels") or {}, "created_at": spec.get("created_at")}
             created = spec.get("created_at") or 0
             if time.time() - created > 60 and run_id not in self.procs:
                 st.update(state="interrupted", reason="the benchmark process never started")

@@ -114,7 +114,8 @@ class Runner(object):
             "started_at": time.time(), "updated_at": time.time(), "measure_started_at": None, "ended_at": None,
             "total": len(spec.get("prompts") or []) if spec.get("engine", "spectui") == "spectui"
             else int((spec.get("sglang") or {}).get("num_prompts") or 0),
-            "done": 0, "errors": 0, "tokens_streamed": 0, "output_len": spec.get("output_len"), "warmup_total": len(spec.get("warmup_prompts") or []), "warmup_done": 0,
+            "done": 0, "errors": 0, "tokens_streamed": 0, "output_len": spec.get("output_len"),
+            "warmup_total": len(spec.get("warmup_prompts") or []), "warmup_done": 0,
             "reason": None, "labels": spec.get("labels") or {}, "server": srv.get("name"),
         }
         self._start_ticks()

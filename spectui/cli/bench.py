@@ -1,0 +1,246 @@
+"""``spectui bench``: run a preset against a server, or compare profiles against a baseline.
+
+- ``spectui bench --demo --profiles A,B,C --preset NAME [--repeat N] [--baseline A]``: switch the
+  server to each profile, warm up, run the preset N times, print the comparison;
+- ``spectui bench --host DEST --preset NAME [--server NAME]``: one run against a running server;
+- ``spectui bench --host DEST --collect``: fetch runs that finished while nobody was connected;
+- ``spectui bench --list-presets``.
+
+Every run goes to the history (``spectui history``) as it ends, interrupted ones included.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import sys
+
+from spectui.cli.hostopts import add_host_options, explain_connect_error, has_host, run_with_passphrase_prompt, target_from_args
+from spectui.cli.servers import Progress
+from spectui.core.bench import (
+    BenchClient,
+    BenchError,
+    CompareEvent,
+    PresetError,
+    load_presets,
+    render_comparison,
+    run_comparison,
+    start_run,
+)
+from spectui.core.bench.presets import PRESETS_PATH_ENV, user_preset_dir
+from spectui.core.bench.runs import collect_unsaved
+from spectui.core.bench.table import render_run_detail, render_runs, to_json
+from spectui.core.errors import ConnectError, SpectuiError
+from spectui.core.flagcheck import check_on_host
+from spectui.core.history import HistoryStore
+from spectui.core.profiles import ProfileError, load_profiles
+from spectui.core.session import HostTarget, open_session
+
+
+def register(sub: argparse._SubParsersAction) -> None:
+    p = sub.add_parser(
+        "bench", help="benchmark a server, or compare profiles against a baseline",
+        description=("Run a benchmark preset against a running server, or compare profiles: for each profile "
+                     "switch the server, warm up, run the preset N times with the same prompts, and print one "
+                     "row per profile with tok/s, speedup, accept length and rate, TTFT, ITL, step time and the "
+                     f"break-even accept length L*. Presets: shipped (or ${PRESETS_PATH_ENV}) and "
+                     f"{user_preset_dir()}. Every run is kept in the history (spectui history)."))
+    add_host_options(p, required=False)
+    p.add_argument("--profiles", metavar="A,B,C", help="profiles to compare (comma-separated)")
+    p.add_argument("--preset", metavar="NAME", help="benchmark preset name, or a preset YAML file")
+    p.add_argument("--repeat", type=int, metavar="N", help="runs per profile (default: the preset's repeats)")
+    p.add_argument("--baseline", metavar="PROFILE", help="the profile others are compared with "
+                   "(default: the first one without speculation)")
+    p.add_argument("--server", metavar="NAME", help="without --profiles: the running server to benchmark")
+    p.add_argument("--concurrency", type=int, metavar="N", help="without --profiles: one level of a sweep preset")
+    p.add_argument("--engine", choices=("spectui", "sglang"), default="spectui",
+                   help="spectui's runner, or the host's sglang.benchmark.serving (random dataset only)")
+    p.add_argument("--profile-path", metavar="PATH", action="append", dest="profile_paths",
+                   help="extra profile file or folder (repeatable)")
+    p.add_argument("--force", action="store_true", help="start servers even if GPUs are used by other processes")
+    p.add_argument("--stop-after", action=argparse.BooleanOptionalAction, default=None,
+                   help="stop the compared servers at the end (default: yes with --demo, no on a host)")
+    p.add_argument("--collect", action="store_true",
+                   help="fetch finished runs from the host that are not in the history yet")
+    p.add_argument("--list-presets", action="store_true", help="list the benchmark presets and exit")
+    out = p.add_mutually_exclusive_group()
+    out.add_argument("--json", action="store_const", const="json", dest="format", help="print JSON")
+    out.add_argument("--markdown", action="store_const", const="markdown", dest="format", help="print Markdown")
+    out.add_argument("--csv", action="store_const", const="csv", dest="format", help="print CSV")
+    p.set_defaults(func=run, format="text")
+
+
+def _profile_list(text: str) -> list[str]:
+    return [n.strip() for n in text.split(",") if n.strip()]
+
+
+def _list_presets(fmt: str) -> int:
+    lib = load_presets()
+    for e in lib.errors:
+        print(f"spectui: {e}", file=sys.stderr)
+    if fmt == "json":
+        print(to_json({"presets": [p.to_dict() for p in lib.presets.values()]}))
+    else:
+        for p in sorted(lib.presets.values(), key=lambda x: x.name):
+            print(f"{p.name:<20} {p.describe()}, {p.repeats} repeats")
+            if p.description:
+                print(f"{'':<20} {p.description}")
+    return 1 if lib.errors else 0
+
+
+class CompareProgress:
+    def __init__(self) -> None:
+        self.out = Progress()
+
+    def __call__(self, ev: CompareEvent) -> None:
+        where = f"[{ev.index}/{ev.total}]"
+        if ev.kind == "switching":
+            self.out.show(f"{where} switching to {ev.profile}")
+        elif ev.kind == "switch_failed":
+            self.out.show(f"{where} {ev.profile}: {ev.detail}")
+        elif ev.kind == "run_started":
+            self.out.show(f"{where} {ev.profile} c={ev.concurrency} repeat {ev.repeat}: starting")
+        elif ev.kind == "progress" and ev.progress is not None:
+            self.out.show(f"{where} {ev.profile} c={ev.concurrency} repeat {ev.repeat}: {ev.progress.line()}")
+        elif ev.kind == "run_finished" and ev.result is not None:
+            s = ev.result.stats
+            tok = s.get("output_tok_s")
+            self.out.show(f"{where} {ev.profile} c={ev.concurrency} repeat {ev.repeat}: {ev.result.state}, "
+                          f"{tok:.1f} tok/s" if tok is not None else f"{where} {ev.profile}: {ev.result.state}")
+        elif ev.kind in ("finished", "interrupted"):
+            self.out.done()
+
+
+async def _compare(args: argparse.Namespace, target: HostTarget) -> int:
+    lib = load_profiles(args.profile_paths)
+    names = _profile_list(args.profiles)
+    profiles = [lib.get(n) for n in names]  # ProfileError: unknown name, with close matches
+    for prof in profiles:
+        broken = [e for e in lib.errors if e.profile == prof.name or e.path == prof.source]
+        if broken:
+            raise broken[0]
+    preset = load_presets().get(args.preset)
+    if args.repeat is not None and args.repeat < 1:
+        raise BenchError("--repeat must be at least 1")
+    store = HistoryStore()
+    stop_after = args.stop_after if args.stop_after is not None else target.kind == "demo"
+    session = await open_session(target)
+    try:
+        for prof in profiles:
+            problems = await check_on_host(session, prof)
+            if problems:
+                for e in problems:
+                    print(f"spectui: {e}", file=sys.stderr)
+                print(f"spectui: nothing was benchmarked: fix profile {prof.name} first.", file=sys.stderr)
+                return 1
+        progress = CompareProgress()
+        try:
+            comp = await run_comparison(session, profiles, preset, repeats=args.repeat, baseline=args.baseline,
+                                        engine=args.engine, store=store, on_event=progress, force=args.force,
+                                        stop_after=stop_after)
+        finally:
+            progress.out.done()
+        print(render_comparison(comp, args.format), end="")
+        if args.format == "text":
+            print(f"\nsaved as {comp.get('id')} in {store.path} (spectui history show {comp.get('id')})")
+        failed = any(row.get("failed") for row in comp["profiles"])
+        return 1 if failed else 0
+    finally:
+        await session.close()
+
+
+async def _single(args: argparse.Namespace, target: HostTarget) -> int:
+    preset = load_presets().get(args.preset)
+    store = HistoryStore()
+    session = await open_session(target)
+    try:
+        server = args.server
+        if not server:
+            ready = [s["name"] for s in (await session.client.call("servers.list", timeout=30))["servers"]
+                     if s["state"] == "ready"]
+            if len(ready) != 1:
+                raise BenchError("no server is ready on the host: start one (spectui servers start PROFILE) or "
+                                 "compare profiles with --profiles" if not ready else
+                                 f"several servers are ready ({', '.join(ready)}): pick one with --server")
+            server = ready[0]
+        if preset.sweep and args.concurrency is None:
+            levels = list(preset.concurrency)
+        else:
+            levels = [args.concurrency if args.concurrency is not None else preset.concurrency[0]]
+        progress = Progress()
+        client = BenchClient(session)
+        results = []
+        for i, conc in enumerate(levels):
+            handle = await start_run(session, preset, server=server, concurrency=conc, engine=args.engine,
+                                     labels={"repeat": 1})
+            stop = client.on_progress(lambda p, c=conc: progress.show(f"{server} c={c}: {p.line()}")
+                                      if p.run_id == handle.run_id else None)
+            try:
+                try:
+                    result = await handle.wait()
+                except BaseException:
+                    try:
+                        partial = await asyncio.shield(handle.cancel())
+                        store.save_run(partial)
+                    except Exception:
+                        pass
+                    raise
+            finally:
+                stop()
+            progress.done()
+            rid = store.save_run(result)
+            results.append(dict(result.to_dict(), id=rid))
+        if args.format == "json":
+            print(to_json({"runs": results}))
+        elif args.format in ("markdown", "csv"):
+            print(render_runs(results, args.format), end="")
+        else:
+            for r in results:
+                print(render_run_detail(r))
+        return 0 if all(r["state"] == "done" for r in results) else 1
+    finally:
+        await session.close()
+
+
+async def _collect(args: argparse.Namespace, target: HostTarget) -> int:
+    store = HistoryStore()
+    session = await open_session(target)
+    try:
+        saved = await collect_unsaved(session, store)
+    finally:
+        await session.close()
+    if not saved:
+        print("no new finished runs on the host")
+        return 0
+    print(render_runs([dict(r.to_dict(), id=None) for r in saved], "text"), end="")
+    print(f"{len(saved)} run(s) added to {store.path}")
+    return 0
+
+
+def run(args: argparse.Namespace) -> int:
+    try:
+        if args.list_presets:
+            return _list_presets(args.format)
+        if not has_host(args):
+            print("spectui: say where to benchmark: --host DEST or --demo", file=sys.stderr)
+            return 2
+        if args.collect:
+            action = _collect
+        else:
+            if not args.preset:
+                print("spectui: give a benchmark preset with --preset (see spectui bench --list-presets)",
+                      file=sys.stderr)
+                return 2
+            action = _compare if args.profiles else _single
+        target = target_from_args(args)
+        return run_with_passphrase_prompt(target, lambda t: action(args, t))
+    except (ProfileError, PresetError) as exc:
+        print(f"spectui: {exc}", file=sys.stderr)
+        return 1
+    except SpectuiError as exc:
+        print("spectui: " + (explain_connect_error(exc, args.argv) if isinstance(exc, ConnectError) else str(exc)),
+              file=sys.stderr)
+        return 1
+    except ValueError as exc:  # e.g. the sglang engine with a reasoning preset
+        print(f"spectui: {exc}", file=sys.stderr)
+        return 1

@@ -1,0 +1,135 @@
+"""``spectui history list | show ID | export [--format md|csv|json] [IDS] | import FILE``.
+
+Every benchmark run and comparison, from the SQLite file in the user's data folder. Exported
+Markdown pastes into an issue or a pull request; exported JSON imports back unchanged; a
+``sglang.benchmark.serving`` JSONL file imports as runs of the ``sglang`` engine.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+import time
+from pathlib import Path
+
+from spectui.core.bench.sglang_import import SglangImportError, import_sglang_file
+from spectui.core.bench.table import render_comparison, render_run_detail, to_json
+from spectui.core.errors import SpectuiError
+from spectui.core.history import EXPORT_FORMATS, HistoryStore, default_path
+
+
+def register(sub: argparse._SubParsersAction) -> None:
+    p = sub.add_parser("history", help="benchmark runs and comparisons kept by spectui",
+                       description=f"Benchmark runs and comparisons, kept in {default_path()}.")
+    p.set_defaults(func=lambda args: (p.print_help(), 2)[1])
+    hs = p.add_subparsers(dest="history_command", metavar="ACTION")
+    ls = hs.add_parser("list", help="list runs and comparisons", description="List runs (12) and comparisons (c3).")
+    ls.add_argument("--limit", type=int, metavar="N", help="only the last N entries")
+    ls.add_argument("--json", action="store_true", help="print JSON")
+    ls.set_defaults(func=cmd_list)
+    show = hs.add_parser("show", help="show one run or comparison", description="Show a run (12) or comparison (c3).")
+    show.add_argument("id", metavar="ID")
+    fmt = show.add_mutually_exclusive_group()
+    fmt.add_argument("--json", action="store_const", const="json", dest="format")
+    fmt.add_argument("--markdown", action="store_const", const="markdown", dest="format")
+    fmt.add_argument("--csv", action="store_const", const="csv", dest="format")
+    show.set_defaults(func=cmd_show, format="text")
+    ex = hs.add_parser("export", help="export runs and comparisons (Markdown, CSV or JSON)",
+                       description="Export the given runs and comparisons (all runs without IDS). Markdown pastes "
+                                   "into an issue or pull request; JSON imports back with 'spectui history import'.")
+    ex.add_argument("ids", nargs="*", metavar="ID")
+    ex.add_argument("--format", choices=EXPORT_FORMATS, default="md")
+    ex.add_argument("-o", "--output", metavar="FILE", help="write to FILE instead of stdout")
+    ex.set_defaults(func=cmd_export)
+    im = hs.add_parser("import", help="import a JSON export or sglang.benchmark.serving JSONL",
+                       description="Import runs from a spectui JSON export, or from the JSONL file that "
+                                   "sglang.benchmark.serving (or sglang.bench_serving) writes with --output-file.")
+    im.add_argument("file", metavar="FILE")
+    im.add_argument("--profile", metavar="NAME", help="sglang JSONL: the profile name to file the runs under")
+    im.add_argument("--host", metavar="LABEL", default="imported", help="sglang JSONL: the host label")
+    im.set_defaults(func=cmd_import)
+
+
+def _when(ts: float | None) -> str:
+    return time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(ts)) if ts else "-"
+
+
+def cmd_list(args: argparse.Namespace) -> int:
+    store = HistoryStore()
+    entries = store.entries(args.limit)
+    if args.json:
+        print(to_json({"entries": [e.__dict__ for e in entries], "path": str(store.path)}))
+        return 0
+    if not entries:
+        print(f"no benchmark runs yet ({store.path})")
+        return 0
+    rows = [("ID", "WHEN", "HOST", "WHAT", "STATE", "")] + [
+        (e.id, _when(e.when), e.host, e.what, e.state, e.detail) for e in entries]
+    widths = [max(len(str(r[i])) for r in rows) for i in range(5)]
+    for r in rows:
+        print("  ".join(str(r[i]).ljust(widths[i]) for i in range(5)) + "  " + r[5])
+    return 0
+
+
+def cmd_show(args: argparse.Namespace) -> int:
+    store = HistoryStore()
+    item = store.get(args.id)
+    if item.get("kind") == "comparison":
+        print(render_comparison(item, args.format), end="")
+        return 0
+    if args.format == "json":
+        print(to_json(item))
+    elif args.format in ("markdown", "csv"):
+        print(store.export([args.id], "md" if args.format == "markdown" else "csv"), end="")
+    else:
+        print(render_run_detail(item), end="")
+    return 0
+
+
+def cmd_export(args: argparse.Namespace) -> int:
+    text = HistoryStore().export(args.ids or None, args.format)
+    if args.output:
+        Path(args.output).write_text(text, encoding="utf-8")
+    else:
+        sys.stdout.write(text)
+    return 0
+
+
+def cmd_import(args: argparse.Namespace) -> int:
+    store = HistoryStore()
+    path = Path(args.file)
+    try:
+        text = path.read_text(encoding="utf-8")
+    except OSError as exc:
+        raise SpectuiError(f"cannot read {path}: {exc.strerror or exc}") from None
+    first = text.lstrip()[:1]
+    is_export = False
+    if first == "{":
+        try:
+            doc = json.loads(text)
+            is_export = isinstance(doc, dict) and (doc.get("kind") in ("spectui-history", "runs", "comparison"))
+        except ValueError:
+            is_export = False  # JSONL: one object per line
+    if is_export:
+        ids = store.import_json(text, str(path))
+    else:
+        ids = store.import_results(import_sglang_file(path, host=args.host, profile=args.profile))
+    print(f"imported {len(ids)} entr{'y' if len(ids) == 1 else 'ies'}: {', '.join(ids)}")
+    return 0
+
+
+def _guard(fn):
+    def wrapped(args: argparse.Namespace) -> int:
+        try:
+            return fn(args)
+        except (SpectuiError, SglangImportError) as exc:
+            print(f"spectui: {exc}", file=sys.stderr)
+            return 1
+    return wrapped
+
+
+cmd_list = _guard(cmd_list)
+cmd_show = _guard(cmd_show)
+cmd_export = _guard(cmd_export)
+cmd_import = _guard(cmd_import)

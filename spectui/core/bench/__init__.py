@@ -1,0 +1,75 @@
+"""Benchmarks: presets, prompts, runs on the host, comparisons, tables, sglang imports.
+
+Layout (one job per module):
+
+- ``presets``: benchmark presets (YAML), shipped and the user's;
+- ``datasets``: random and reasoning-like prompts generated locally from a seed;
+- ``runs``: one run from the console's side (spec, start, collection by offset, result);
+- ``stats``: percentiles, accept length and rate, spread and noise, step time, L*;
+- ``compare``: switch + warm up + repeat over profiles, and the comparison built from the runs;
+- ``table``: text, Markdown, CSV and JSON output, and the speedup bar chart;
+- ``sglang_import``: reading ``sglang.benchmark.serving`` JSONL output.
+
+The host side is ``spectui/agent/bench_runner.py`` (the detached runner) and
+``spectui/agent/bench_methods.py`` (``bench.*`` agent methods, ``bench_progress`` events).
+"""
+
+from spectui.core.bench.compare import (
+    BenchError,
+    CompareEvent,
+    build_comparison,
+    default_baseline,
+    run_comparison,
+    verdicts,
+)
+from spectui.core.bench.datasets import DATASETS, PromptSet, make_prompts
+from spectui.core.bench.presets import Preset, PresetError, PresetLibrary, load_presets
+from spectui.core.bench.runs import (
+    BenchClient,
+    BenchProgress,
+    ProgressBoard,
+    RunCollector,
+    RunHandle,
+    RunResult,
+    build_spec,
+    collect_unsaved,
+    pause_demo_traffic,
+    start_run,
+    watch_running,
+)
+from spectui.core.bench.sglang_import import SglangImportError, import_sglang_file, parse_sglang_jsonl
+from spectui.core.bench.table import bar_chart, render_comparison, render_runs, speedup_bars
+
+__all__ = [
+    "DATASETS",
+    "BenchClient",
+    "BenchError",
+    "BenchProgress",
+    "CompareEvent",
+    "Preset",
+    "PresetError",
+    "PresetLibrary",
+    "ProgressBoard",
+    "PromptSet",
+    "RunCollector",
+    "RunHandle",
+    "RunResult",
+    "SglangImportError",
+    "bar_chart",
+    "build_comparison",
+    "build_spec",
+    "collect_unsaved",
+    "default_baseline",
+    "import_sglang_file",
+    "load_presets",
+    "make_prompts",
+    "pause_demo_traffic",
+    "parse_sglang_jsonl",
+    "render_comparison",
+    "render_runs",
+    "run_comparison",
+    "speedup_bars",
+    "start_run",
+    "verdicts",
+    "watch_running",
+]

@@ -1,0 +1,170 @@
+"""Reading what ``sglang.benchmark.serving`` (old: ``sglang.bench_serving``) writes with ``--output-file``.
+
+The tool appends one JSON object per run to a JSONL file. Keys, as SGLang 0.5.23 writes them
+(``sglang/benchmark/serving.py``, ``benchmark()``): ``backend``, ``dataset_name``,
+``request_rate`` (``Infinity`` for "all at once"), ``max_concurrency``, ``random_input_len``,
+``random_output_len``, ``random_range_ratio``, ``server_info``, ``duration``, ``completed``,
+``total_input_tokens``, ``total_output_tokens``, ``request_throughput``, ``input_throughput``,
+``output_throughput``, ``{mean,median,std,p90,p95,p99}_{e2e_latency,ttft,tpot,itl}_ms``,
+``concurrency``, ``accept_length``, ``max_output_tokens_per_s``, ``max_concurrent_requests``;
+with ``--output-details`` also per-request lists ``input_lens``, ``output_lens``, ``ttfts``
+(seconds), ``itls`` (seconds, per request), ``generated_texts``, ``errors``. Older releases
+write a subset (no p90/p95, ``p95_itl_ms`` only), which reads the same way.
+
+Its ``accept_length`` is ``server_info.internal_states[0].avg_spec_accept_length`` read after
+the run: the server's cumulative figure since start or the last ``/flush_cache``. It is kept
+labelled as such (``accept_length.server_cumulative``), never shown as a per-run figure.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import math
+from pathlib import Path
+from typing import Any
+
+from spectui.core.bench.stats import run_stats
+from spectui.core.errors import SpectuiError
+
+TOOL = "sglang.benchmark.serving"
+QUANTILES = ("mean", "median", "p90", "p99")
+METRICS = {"ttft_ms": "ttft", "itl_ms": "itl", "tpot_ms": "tpot", "e2e_ms": "e2e_latency"}
+
+
+class SglangImportError(SpectuiError):
+    """A file that is not sglang.benchmark.serving's JSONL output."""
+
+
+def _finite(v: Any) -> Any:
+    return None if isinstance(v, float) and (math.isinf(v) or math.isnan(v)) else v
+
+
+def parse_sglang_jsonl(text: str, path: str = "<sglang output>") -> list[dict]:
+    """The runs in a JSONL file written by the tool; ``SglangImportError`` names the bad line."""
+    rows = []
+    for n, line in enumerate(text.splitlines(), 1):
+        if not line.strip():
+            continue
+        try:
+            row = json.loads(line)
+        except ValueError as exc:
+            raise SglangImportError(f"{path}:{n}: not a JSON line ({exc.msg}); is this sglang.benchmark.serving's "
+                                    f"--output-file?") from None
+        if not isinstance(row, dict) or "output_throughput" not in row or "duration" not in row:
+            raise SglangImportError(f"{path}:{n}: this line lacks output_throughput and duration, so it is not a "
+                                    f"result of sglang.benchmark.serving")
+        rows.append(row)
+    return rows
+
+
+def records_from_sglang(row: dict, start: float | None = None) -> list[dict]:
+    """Per-request records from an ``--output-details`` row (empty without details)."""
+    ttfts = row.get("ttfts")
+    if not isinstance(ttfts, list):
+        return []
+    out_lens = row.get("output_lens") or []
+    in_lens = row.get("input_lens") or []
+    itls = row.get("itls") or []
+    errors = row.get("errors") or []
+    records = []
+    for i, ttft in enumerate(ttfts):
+        gaps = [g * 1000.0 for g in (itls[i] if i < len(itls) and itls[i] else [])]
+        err = errors[i] if i < len(errors) else ""
+        ok = not err and ttft is not None and (out_lens[i] if i < len(out_lens) else 0) > 0
+        ttft_ms = ttft * 1000.0 if ttft is not None else None
+        records.append({
+            "i": i, "ok": ok, "t_start": None, "ttft_ms": ttft_ms,
+            "e2e_ms": (ttft_ms + sum(gaps)) if ttft_ms is not None else None,
+            "prompt_tokens": in_lens[i] if i < len(in_lens) else None,
+            "output_tokens": out_lens[i] if i < len(out_lens) else 0,
+            "first_chunk_tokens": None, "itl_ms": gaps, "chunk_tokens": None,
+            "finish_reason": None, "spec": None, "error": err or None,
+        })
+    return records
+
+
+def apply_sglang_totals(stats: dict, row: dict) -> dict:
+    """Overlay the tool's own run-level figures (its duration, throughput and percentiles)."""
+    stats["source"] = TOOL
+    stats["duration_s"] = _finite(row.get("duration"))
+    stats["output_tok_s"] = _finite(row.get("output_throughput"))
+    stats["request_s"] = _finite(row.get("request_throughput"))
+    stats["output_tokens"] = row.get("total_output_tokens", stats.get("output_tokens"))
+    stats["prompt_tokens"] = row.get("total_input_tokens", stats.get("prompt_tokens"))
+    if row.get("completed") is not None:
+        stats["completed"] = row["completed"]
+    for ours, theirs in METRICS.items():
+        got = {"mean": row.get(f"mean_{theirs}_ms"), "p50": row.get(f"median_{theirs}_ms"),
+               "p90": row.get(f"p90_{theirs}_ms"), "p99": row.get(f"p99_{theirs}_ms")}
+        if any(v is not None for v in got.values()):
+            prev = stats.get(ours) or {}
+            stats[ours] = {k: _finite(v) if v is not None else prev.get(k) for k, v in got.items()}
+            stats[ours]["n"] = prev.get("n")
+    acc = _finite(row.get("accept_length"))
+    if acc:
+        block = stats.get("accept_length") or {"per_request": None, "metrics": None, "metrics_tokens": None,
+                                                "metrics_verify_calls": None, "metrics_note": None}
+        block["server_cumulative"] = acc
+        block["server_cumulative_since"] = "server start or the last /flush_cache (the tool's accept_length)"
+        stats["accept_length"] = block
+        stats["speculative"] = True
+    return stats
+
+
+def stats_from_sglang(row: dict) -> dict:
+    records = records_from_sglang(row)
+    stats = run_stats(records, {"duration_s": _finite(row.get("duration"))}, speculative=False)
+    stats["speculative"] = False
+    stats["accept_length"] = None
+    stats["accept_rate"] = None
+    return apply_sglang_totals(stats, row)
+
+
+def _speculative(info: dict | None) -> dict | None:
+    info = info or {}
+    if "decode" in info and isinstance(info["decode"], list) and info["decode"]:
+        info = info["decode"][0]
+    algo = info.get("speculative_algorithm")
+    if algo in (None, "", "NONE", "None"):
+        return None
+    return {"algorithm": algo, "num_steps": info.get("speculative_num_steps"),
+            "topk": info.get("speculative_eagle_topk"), "draft_tokens": info.get("speculative_num_draft_tokens"),
+            "draft_model": info.get("speculative_draft_model_path")}
+
+
+def result_from_row(row: dict, *, host: str = "imported", profile: str | None = None, source: str | None = None,
+                    n: int = 0):
+    """One tool row as a :class:`RunResult` (engine ``sglang``, provenance from its ``server_info``)."""
+    from spectui.core.bench.runs import RunResult
+
+    info = row.get("server_info") or {}
+    if "decode" in info and isinstance(info["decode"], list) and info["decode"]:
+        info = info["decode"][0]
+    digest = hashlib.sha256(json.dumps(row, sort_keys=True, default=str).encode()).hexdigest()[:12]
+    rate = _finite(row.get("request_rate")) if not isinstance(row.get("request_rate"), str) else None
+    preset = {"name": row.get("tag") or f"sglang-{row.get('dataset_name', 'run')}", "dataset": row.get("dataset_name"),
+              "input-len": row.get("random_input_len"), "output-len": row.get("random_output_len"),
+              "num-prompts": row.get("completed"), "concurrency": row.get("max_concurrency"),
+              "request-rate": rate, "source": source}
+    spec = _speculative(info)
+    stats = stats_from_sglang(row)
+    if spec and stats.get("accept_length") is None:
+        stats["speculative"] = True
+    return RunResult(
+        run_id=f"sglang-{digest}", host=host, state="done", profile=profile or info.get("model_path"),
+        preset=preset, concurrency=row.get("max_concurrency"), request_rate=rate, engine="sglang",
+        sglang_version=info.get("version"), speculative=spec, stats=stats,
+        summary={"imported_from": source, "line": n}, records=records_from_sglang(row), sglang_result=row,
+    )
+
+
+def import_sglang_file(path: str | Path, *, host: str = "imported", profile: str | None = None):
+    """Every run in a tool JSONL file as :class:`RunResult` objects."""
+    p = Path(path)
+    try:
+        text = p.read_text(encoding="utf-8")
+    except OSError as exc:
+        raise SglangImportError(f"cannot read {p}: {exc.strerror or exc}") from None
+    return [result_from_row(row, host=host, profile=profile, source=str(p), n=i)
+            for i, row in enumerate(parse_sglang_jsonl(text, str(p)), 1)]
