@@ -1,0 +1,11 @@
+"""The console (Textual): the app, its screens and the dashboard's panels.
+
+- ``app``: ``SpectuiApp``, owner of the host link (one connection worker), the refresh timer and
+  the actions (switch, stop, restart, demo traffic, quit);
+- ``keys``: every key, declared once (footer, help screen and palette come from it);
+- ``snapshots`` / ``views``: what each panel shows, built from the link by the app;
+- ``derive``: break-even L*, switch stages, log line levels;
+- ``draw``: rows of styled text, bars, sparklines and charts;
+- ``screens/``: dashboard, connecting, host key and failure dialogs, confirmation, help, logs;
+- ``widgets/``: the panels, each one Line-API widget drawn from one snapshot.
+"""
