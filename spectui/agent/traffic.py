@@ -3,9 +3,9 @@
 The console starts it only on the demo host, so that a newcomer sees the panels move; on a
 real host spectui sends no requests unless asked. A few worker threads post short
 ``/generate`` requests made of built-in text (some of it repetitive, so n-gram speculation
-has something to find). Worker 0 runs all the time; the others pause every other ten
-seconds, so the load alternates between one request and a few (the break-even figure needs
-stretches at one request). Everything stops with ``traffic.stop`` or when the agent ends.
+has something to find), each worker sending its next request as soon as one returns. Worker
+0 runs all the time; the others run ten seconds in thirty, so the load alternates between
+stretches of exactly one request and of a few (the break-even figure needs the former). Everything stops with ``traffic.stop`` or when the agent ends.
 """
 
 from __future__ import annotations
@@ -61,7 +61,7 @@ class Traffic(object):
         self._target = None
         self._target_at = 0.0
         self.concurrency = 0
-        self.max_new_tokens = 96
+        self.max_new_tokens = 160
         self.started_at = None
         self.requests = 0
         self.errors = 0
@@ -72,7 +72,7 @@ class Traffic(object):
     def start(self, params):
         try:
             concurrency = int(params.get("concurrency", 2))
-            max_new = int(params.get("max_new_tokens", 96))
+            max_new = int(params.get("max_new_tokens", 160))
         except (TypeError, ValueError):
             raise AgentError("bad_params", "concurrency and max_new_tokens must be whole numbers")
         if not 1 <= concurrency <= MAX_CONCURRENCY:
@@ -153,7 +153,7 @@ class Traffic(object):
     def _worker(self, index, stop):
         rnd = random.Random(1000 + index)
         while not stop.is_set() and not self._agent_gone():
-            if index > 0 and int(time.time() // BURST_S) % 2 == 1:
+            if index > 0 and int(time.time() // BURST_S) % 3 != 0:
                 stop.wait(0.5)
                 continue
             target = self._ready_server()
@@ -183,7 +183,8 @@ class Traffic(object):
                     self._target_at = 0.0  # look again: the server may have gone
                 stop.wait(1.0)
                 continue
-            stop.wait(rnd.uniform(0.05, 0.4))
+            # back to back: the load is one request (worker 0 alone) or exactly N, rarely in between
+            stop.wait(rnd.uniform(0.0, 0.02))
 
 
 def methods(agent):
