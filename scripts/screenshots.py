@@ -1,0 +1,134 @@
+"""Render SVG screenshots of the console's screens from the demo into ``screenshots/``.
+
+    python3 scripts/screenshots.py [--out screenshots] [--size 160x50]
+
+Runs the console on a private simulated host (a temporary state folder, stopped at the end):
+starts kimi-baseline, switches to kimi-eagle3 (confirmation and stages on the way), lets the
+demo traffic run until the panels have data, then opens help, the log, the palette and the
+host key dialog. Files: dashboard.svg, confirm.svg, switching.svg, help.svg, logs.svg,
+palette.svg, hostkey.svg.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import os
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+
+
+async def wait(pilot, cond, timeout: float, what: str) -> None:
+    deadline = time.monotonic() + timeout
+    while not cond():
+        if time.monotonic() > deadline:
+            raise SystemExit(f"screenshots: timed out waiting for {what}")
+        await pilot.pause(0.2)
+
+
+async def run(out: Path, size: tuple[int, int], serve_s: float) -> list[str]:
+    import asyncssh
+
+    from spectui.core.errors import HostKeyUnknown
+    from spectui.core.session import HostTarget
+    from spectui.ui.app import SpectuiApp
+    from spectui.ui.screens.confirm import ConfirmScreen
+    from spectui.ui.screens.dialogs import HostKeyScreen
+    from spectui.ui.screens.help import HelpScreen
+    from spectui.ui.screens.logs import LogScreen
+
+    state = tempfile.mkdtemp(prefix="spectui-shots-")
+    os.environ.setdefault("XDG_CACHE_HOME", os.path.join(state, "cache"))
+    app = SpectuiApp(HostTarget.demo(os.path.join(state, "demo")), traffic=True)
+    saved: list[str] = []
+
+    def shot(name: str) -> None:
+        app.save_screenshot(f"{name}.svg", str(out))
+        saved.append(f"{name}.svg")
+
+    def state_of(name: str) -> str | None:
+        return (app.link.servers.get(name) or {}).get("state")
+
+    async with app.run_test(size=size) as pilot:
+        await wait(pilot, lambda: app.link is not None and app.link.connected and app.screen is app.dashboard
+                   and app.link.gpu is not None, 60, "the connection")
+        await pilot.press("1")
+        await wait(pilot, lambda: state_of("kimi-baseline") == "ready" and app.busy is None, 90, "kimi-baseline")
+        await pilot.pause(serve_s)  # baseline frames at one request, for the break-even L*
+        await pilot.press("2")
+        await wait(pilot, lambda: isinstance(app.screen, ConfirmScreen), 10, "the confirmation")
+        await pilot.pause(0.3)
+        shot("confirm")
+        await pilot.press("y")
+        await wait(pilot, lambda: state_of("kimi-eagle3") == "loading" and
+                   ((app.link.servers["kimi-eagle3"].get("progress") or {}).get("percent") or 0) > 30, 60, "loading")
+        await pilot.pause(0.3)
+        shot("switching")
+        await wait(pilot, lambda: state_of("kimi-eagle3") == "ready" and app.busy is None, 90, "kimi-eagle3")
+        await pilot.pause(serve_s)
+
+        def fresh() -> bool:
+            s = app.link.series.get("kimi-eagle3")
+            f = s.latest if s is not None else None
+            return bool(f and f.accept_length.value and not f.accept_length.stale and f.gen_throughput.value)
+
+        await wait(pilot, fresh, 30, "a fresh frame")
+        app.refresh_now()
+        await pilot.pause(0.3)
+        shot("dashboard")
+        await pilot.press("question_mark")
+        await wait(pilot, lambda: isinstance(app.screen, HelpScreen), 10, "help")
+        await pilot.pause(0.3)
+        shot("help")
+        await pilot.press("escape")
+        await pilot.press("l")
+        await wait(pilot, lambda: isinstance(app.screen, LogScreen) and len(app.screen.view.lines) > 20, 20, "the log")
+        await pilot.press("slash")
+        await pilot.press(*"accept len")
+        await pilot.press("enter")
+        await pilot.pause(0.5)
+        shot("logs")
+        await pilot.press("escape")
+        await wait(pilot, lambda: app.screen is app.dashboard, 10, "the dashboard")
+        await pilot.press("ctrl+p")
+        await pilot.pause(0.5)
+        await pilot.press(*"switch")
+        await pilot.pause(1.0)
+        shot("palette")
+        await pilot.press("escape")
+        await pilot.pause(0.3)
+        key = asyncssh.generate_private_key("ssh-ed25519")
+        exc = HostKeyUnknown("unknown host key", host="gpu-host", port=22, fingerprint=key.get_fingerprint("sha256"),
+                             key_type="ssh-ed25519", known_hosts="~/.ssh/known_hosts")
+        app.push_screen(HostKeyScreen(exc))
+        await pilot.pause(0.5)
+        shot("hostkey")
+        app.pop_screen()
+        await pilot.pause(0.2)
+        await pilot.press("q")  # the demo stops its simulated servers
+        await wait(pilot, lambda: app.exit_note is not None, 60, "quitting")
+    return saved
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description="Render SVG screenshots of the console from the demo.")
+    ap.add_argument("--out", default=str(ROOT / "screenshots"), help="folder for the SVG files")
+    ap.add_argument("--size", default="160x50", help="terminal size COLSxROWS (default 160x50)")
+    ap.add_argument("--serve", type=float, default=40.0, help="seconds each server runs before its shots")
+    args = ap.parse_args()
+    out = Path(args.out)
+    out.mkdir(parents=True, exist_ok=True)
+    cols, rows = (int(x) for x in args.size.lower().split("x"))
+    saved = asyncio.run(run(out, (cols, rows), args.serve))
+    for name in saved:
+        print(out / name)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,671 @@
+"""The spectui console: a Textual app over one :class:`~spectui.core.live.HostLink`.
+
+One long-lived connection worker owns the link (connect, dialogs on errors that need the user,
+then the link reconnects on its own). A refresh timer (about 4 Hz, independent of the telemetry
+rate) builds one snapshot per panel when the link changed and hands it to the panels that are
+visible; panels redraw only when their snapshot differs. Actions (switch, stop, restart, demo
+traffic, quit) run as workers and report through notifications and the panels.
+"""
+
+from __future__ import annotations
+
+import importlib
+import time
+from collections.abc import Iterable
+
+from rich.markup import escape
+from textual import work
+from textual.app import App, SystemCommand
+from textual.screen import ModalScreen, Screen
+
+from spectui.core.errors import (
+    AgentCallError,
+    Disconnected,
+    HostKeyChanged,
+    HostKeyUnknown,
+    KeyPassphraseNeeded,
+    SpectuiError,
+)
+from spectui.core.flagcheck import check_on_host
+from spectui.core.live import HostLink, LinkState
+from spectui.core.profiles import Profile, ProfileLibrary, load_profiles
+from spectui.core.servers import launch_command, profile_gpus
+from spectui.core.session import HostTarget
+from spectui.ui import derive, keys, snapshots
+from spectui.ui.draw import Styles
+from spectui.ui.logbuffer import LogBuffer
+from spectui.ui.palette import ProfileCommands
+from spectui.ui.screens.confirm import ConfirmScreen
+from spectui.ui.screens.connecting import ConnectingScreen
+from spectui.ui.screens.dashboard import DashboardScreen
+from spectui.ui.screens.dialogs import FailureScreen, HostKeyChangedScreen, HostKeyScreen, PassphraseScreen
+from spectui.ui.screens.help import HelpScreen
+from spectui.ui.screens.logs import LogScreen
+
+REFRESH_HZ = 4.0
+LOG_POLL_S = 1.0
+SERVER_INTERVAL_S = 1.0  # server frames; --telemetry-hz sets the GPU rate only
+TRAFFIC_CONCURRENCY = 2
+LIVE = snapshots.LIVE
+
+
+class SpectuiApp(App):
+    CSS_PATH = "app.tcss"
+    TITLE = "spectui"
+    COMMANDS = App.COMMANDS | {ProfileCommands}
+
+    def __init__(self, target: HostTarget, *, library: ProfileLibrary | None = None, keep: bool = False,
+                 telemetry_hz: float = 1.0, traffic: bool = True, refresh_hz: float = REFRESH_HZ,
+                 history: int = 3600) -> None:
+        super().__init__()
+        self.target = target
+        self.demo = target.kind == "demo"
+        self.keep = keep
+        self.library = library if library is not None else load_profiles()
+        self.profiles: list[Profile] = list(self.library)
+        self.profile_errors = [str(e) for e in self.library.errors]
+        self.telemetry = telemetry_hz > 0  # 0: no telemetry at all (a CPU baseline, or a slow link)
+        self.gpu_interval_s = max(0.1, 1.0 / telemetry_hz) if self.telemetry else 1.0
+        self._telemetry_session = None
+        self.refresh_hz = refresh_hz
+        self.history = history
+        self.link: HostLink | None = None
+        self.highlight = 0
+        self.logs: dict[str, LogBuffer] = {}
+        self.traffic_available = self.demo
+        self.traffic_wanted = self.demo and traffic
+        self.traffic_on = False
+        self._traffic_session = None
+        self.switch_results: dict[str, dict] = {}
+        self.switch_errors: dict[str, str] = {}  # a switch the agent refused (port in use, GPUs busy, ...)
+        self.switch_started: float | None = None
+        self.switch_stopped: str | None = None
+        self.busy: str | None = None
+        self.exit_note: str | None = None
+        self.dashboard: DashboardScreen | None = None
+        self.draw_styles = Styles.from_variables({})
+        self.refreshes = 0          # snapshots handed to the dashboard (tests and the bench read these)
+        self._ui_version = 0
+        self._seen: tuple | None = None
+        self._connected_seen = False
+        self._quitting = False
+        self._breakeven = snapshots.BreakEvenCache()
+        self._log_poll_running = False
+
+    # --- setup ----------------------------------------------------------------------------------------------
+    def get_default_screen(self) -> Screen:
+        self.dashboard = DashboardScreen()
+        return self.dashboard
+
+    def on_mount(self) -> None:
+        self._update_styles()
+        self.theme_changed_signal.subscribe(self, lambda _theme: self._theme_changed())
+        self.push_screen(ConnectingScreen(self.target.label))
+        self.set_interval(1.0 / self.refresh_hz, self.tick)
+        self.set_interval(LOG_POLL_S, self.poll_logs)
+        self.connection()
+
+    def _update_styles(self) -> None:
+        self.draw_styles = Styles.from_variables(self.get_css_variables())
+
+    def _theme_changed(self) -> None:
+        self._update_styles()
+        if self.dashboard is not None and self.link is not None:
+            self.dashboard.show(self.build_views(), force=True)
+
+    def notify(self, message: str, *, title: str = "", severity="information", timeout: float | None = None,
+               markup: bool = False) -> None:
+        # Messages quote hosts ("[host]:port"), paths and commands: never read them as markup.
+        super().notify(message, title=title, severity=severity, timeout=timeout, markup=markup)
+
+    # --- the connection worker ---------------------------------------------------------------------------------
+    @work(exclusive=True, group="connection", exit_on_error=False)
+    async def connection(self) -> None:
+        while True:
+            link = HostLink(self.target, gpu_interval_s=self.gpu_interval_s,
+                            server_interval_s=SERVER_INTERVAL_S, history=self.history)
+            self.link = link
+            self._connected_seen = False
+            try:
+                await link.run()
+                return
+            except HostKeyChanged as exc:
+                self.exit_note = f"spectui: {exc}"
+                await self.push_screen_wait(HostKeyChangedScreen(exc))
+                self.exit(return_code=1)
+                return
+            except HostKeyUnknown as exc:
+                choice = await self.push_screen_wait(HostKeyScreen(exc))
+                if choice == "once":
+                    self.target.ssh.trusted_fingerprints = frozenset(self.target.ssh.trusted_fingerprints) | {exc.fingerprint}
+                elif choice == "save":
+                    self.target.ssh.accept_new_host_key = True
+                else:
+                    self.exit_note = f"spectui: {exc}"
+                    self.exit(return_code=1)
+                    return
+            except KeyPassphraseNeeded as exc:
+                secret = await self.push_screen_wait(PassphraseScreen(str(exc)))
+                if secret is None:
+                    self.exit(return_code=1)
+                    return
+                self.target.ssh.passphrase = secret
+            except (SpectuiError, OSError) as exc:
+                if self.target.ssh.passphrase is not None and "encrypted" in str(exc):
+                    self.target.ssh.passphrase = None  # a wrong passphrase: ask again on retry
+                choice = await self.push_screen_wait(FailureScreen(exc, self.target.label))
+                if choice != "retry":
+                    self.exit_note = f"spectui: {exc}"
+                    self.exit(return_code=1)
+                    return
+            self._connecting_status(f"connecting to {self.target.label}")
+
+    def _connecting_status(self, text: str | None = None) -> None:
+        for s in self.screen_stack:
+            if isinstance(s, ConnectingScreen):
+                s.set_status(text)
+
+    def _on_connected(self) -> None:
+        """The first time the link is up: leave the connecting screen, point at the running server."""
+        for s in list(self.screen_stack):
+            if isinstance(s, ConnectingScreen) and s is self.screen:
+                self.pop_screen()
+        link = self.link
+        ready = [n for n, s in link.servers.items() if s.get("state") in LIVE]
+        for i, p in enumerate(self.profiles):
+            if p.name in ready:
+                self.highlight = i
+                break
+        if self.profile_errors:
+            self.notify(f"{len(self.profile_errors)} profile(s) could not be loaded: {self.profile_errors[0]}",
+                        severity="warning", timeout=10)
+
+    # --- refresh -------------------------------------------------------------------------------------------------
+    def dashboard_visible(self) -> bool:
+        for s in reversed(self.screen_stack):
+            if s is self.dashboard:
+                return True
+            if not isinstance(s, ModalScreen):
+                return False
+        return False
+
+    def tick(self) -> None:
+        link = self.link
+        if link is None:
+            return
+        if link.connected and not self._connected_seen:
+            self._connected_seen = True
+            self._on_connected()
+        if not self._connected_seen:
+            self._connecting_status(link.message if link.state is not LinkState.CLOSED else None)
+            return
+        if link.connected and self.traffic_wanted and link.session is not self._traffic_session:
+            self._traffic_session = link.session
+            self.set_traffic(True)
+        if link.connected and not self.telemetry and link.session is not self._telemetry_session:
+            self._telemetry_session = link.session
+            self._telemetry_off()
+        screen = self.screen
+        if isinstance(screen, LogScreen):
+            screen.sync()
+        if not self.dashboard_visible():
+            return
+        key = (link.version, self._ui_version, int(time.monotonic()))
+        if key == self._seen:
+            return
+        self._seen = key
+        self.refreshes += 1
+        self.dashboard.show(self.build_views())
+
+    def refresh_now(self) -> None:
+        """Redraw at once after a key (the timer would take up to a quarter second)."""
+        self._ui_version += 1
+        self.tick()
+
+    def build_views(self) -> dict[str, object]:
+        link = self.link
+        name = self.focus()
+        profile = self.library.profiles.get(name) if name else None
+        switching = (link.switch.target if link.switch and link.switch.stage not in derive.FINAL
+                     and link.switch.target not in self.switch_errors else None)
+        views: dict[str, object] = {
+            "banner": snapshots.banner_view(link),
+            "header": snapshots.header_view(link, traffic=self.traffic_on if self.traffic_available else None,
+                                            busy=self.busy),
+            "profiles": snapshots.profiles_view(link, self.profiles, self.highlight, self.profile_errors, switching),
+            "gpus": snapshots.gpu_view(link),
+            "server": snapshots.server_view(link, name, profile, switch_result=self.switch_results.get(name or ""),
+                                            switch_started=self.switch_started, stopped_name=self.switch_stopped,
+                                            switch_error=self.switch_errors.get(name or "")),
+        }
+        algorithms = {n: snapshots.profile_algorithm(link.servers.get(n), self.library.profiles.get(n), s.latest)
+                      for n, s in link.series.items()}
+        be, why = self._breakeven.explain(link, name, algorithms) if name else (None, "")
+        views["spec"] = snapshots.spec_view(link, name, profile, be, why)
+        views["throughput"] = snapshots.throughput_view(link, name)
+        buf = self.logs.get(name) if name else None
+        views["logtail"] = snapshots.log_tail_view(name, buf.tail(snapshots.LOG_TAIL) if buf and buf.offset is not None
+                                                   else None, buf.error if buf else None, not link.connected)
+        return views
+
+    # --- logs -----------------------------------------------------------------------------------------------------------
+    def _log_target(self) -> str | None:
+        screen = self.screen
+        if isinstance(screen, LogScreen):
+            return screen.buffer.name
+        if self.dashboard_visible() and self.dashboard.query_one("#bottom").display \
+                and not self.dashboard.has_class("compact"):
+            return self.focus()
+        return None
+
+    def poll_logs(self) -> None:
+        link = self.link
+        if link is None or not link.connected or self._log_poll_running:
+            return
+        name = self._log_target()
+        if name is None or name not in link.servers:
+            return
+        self._log_poll_running = True
+        self._fetch_log(name)
+
+    @work(group="logs", exit_on_error=False)
+    async def _fetch_log(self, name: str) -> None:
+        buf = self.logs.setdefault(name, LogBuffer(name))
+        first = buf.offset is None
+        try:
+            if first:
+                reply = await self.link.control().logs(name, lines=2000)
+            else:
+                reply = await self.link.control().logs(name, offset=buf.offset)
+            if buf.feed(reply) or first:
+                self._ui_version += 1
+        except AgentCallError as exc:
+            if buf.error != str(exc):
+                buf.error = str(exc) if exc.code != "no_log" else "no log yet"
+                self._ui_version += 1
+        except (Disconnected, SpectuiError):
+            pass
+        finally:
+            self._log_poll_running = False
+
+    # --- profiles and highlight ---------------------------------------------------------------------------------------------
+    def highlighted_name(self) -> str | None:
+        if 0 <= self.highlight < len(self.profiles):
+            return self.profiles[self.highlight].name
+        return None
+
+    def focus(self) -> str | None:
+        """The server the server, speculative, throughput and log panels follow."""
+        return snapshots.focus_name(self.link, self.highlighted_name(), self.switch_errors)
+
+    def profile_states(self) -> list[tuple[str, str]]:
+        servers = self.link.servers if self.link is not None else {}
+        return [(p.name, (servers.get(p.name) or {}).get("state", "stopped")) for p in self.profiles]
+
+    def move_highlight(self, step: int) -> None:
+        if self.profiles:
+            self.highlight = (self.highlight + step) % len(self.profiles)
+            self.refresh_now()
+
+    def set_highlight(self, index: int) -> None:
+        if 0 <= index < len(self.profiles):
+            self.highlight = index
+            self.refresh_now()
+
+    def switch_number(self, number: int) -> None:
+        if not 1 <= number <= len(self.profiles):
+            self.notify(f"There is no profile {number} (there are {len(self.profiles)}).", severity="warning")
+            return
+        self.set_highlight(number - 1)
+        self.request_switch(self.profiles[number - 1].name)
+
+    def _ready_link(self) -> HostLink | None:
+        link = self.link
+        if link is None or not link.connected:
+            self.notify("Not connected: wait for the connection to come back.", severity="warning")
+            return None
+        if self.busy:
+            self.notify(f"Wait: {self.busy}.", severity="warning")
+            return None
+        return link
+
+    # --- switch ------------------------------------------------------------------------------------------------------------------
+    def servers_in_the_way(self, profile: Profile) -> list[dict]:
+        """Live servers a switch to ``profile`` stops: the same name, its port, or GPUs it needs."""
+        gpus = set(profile_gpus(profile))
+        out = []
+        for s in self.link.servers.values():
+            if s.get("state") not in LIVE:
+                continue
+            if s["name"] == profile.name or int(s.get("port") or 0) == profile.port or gpus & set(s.get("gpus") or []):
+                out.append(s)
+        return out
+
+    def request_switch(self, name: str) -> None:
+        link = self._ready_link()
+        if link is None:
+            return
+        profile = self.library.profiles.get(name)
+        if profile is None:
+            self.notify(f"There is no profile named {name}.", severity="error")
+            return
+        current = link.servers.get(name)
+        if current and current.get("state") == "ready" and current.get("profile_hash") == profile.content_hash:
+            self.notify(f"{name} is already running and ready.")
+            return
+        try:
+            command = launch_command(profile, link.session)
+        except SpectuiError as exc:
+            self.notify(str(exc), severity="error")
+            return
+        in_way = self.servers_in_the_way(profile)
+        if not in_way:
+            self._switch(profile, [])
+            return
+        names = [s["name"] for s in in_way]
+        lines = [f"This stops {s['name']} ({s['state']}, pid {s.get('pid')}, port {s.get('port')}) and waits until "
+                 f"its GPU memory is free." for s in in_way]
+        lines.append(f"Then it starts {name} and waits until it is ready.")
+
+        def answered(yes: bool | None) -> None:
+            if yes:
+                self._switch(profile, names)
+
+        self.push_screen(ConfirmScreen(f"Switch to {name}?", lines, command, yes="Switch"), answered)
+
+    @work(group="action", exit_on_error=False)
+    async def _switch(self, profile: Profile, stopping: list[str]) -> None:
+        link = self.link
+        if link is None or self.busy:
+            return
+        self.busy = f"switching to {profile.name}"
+        self.switch_started = time.monotonic()
+        self.switch_stopped = ", ".join(n for n in stopping if n != profile.name) or None
+        self.switch_results.pop(profile.name, None)
+        self.switch_errors.pop(profile.name, None)
+        for i, p in enumerate(self.profiles):
+            if p.name == profile.name:
+                self.highlight = i
+        self.refresh_now()
+        try:
+            problems = await check_on_host(link.session, profile)
+            if problems:
+                self.notify(f"{profile.name} was not launched: {problems[0]}", severity="error", timeout=15)
+                return
+            result = await link.switch_to(profile)
+            self.switch_results[profile.name] = result
+            server = result.get("server") or {}
+            if server.get("state") in ("failed", "crashed", "unresponsive"):
+                self.notify(f"{profile.name} {server['state']}: {server.get('reason') or 'see its log (l)'}",
+                            severity="error", timeout=15)
+            elif server.get("state") == "ready":
+                self.notify(f"{profile.name} is ready ({result.get('total_s', 0):.1f} s).")
+            else:
+                self.notify(f"{profile.name}: {server.get('state')}", severity="warning")
+        except (SpectuiError, OSError) as exc:
+            self.switch_errors[profile.name] = str(exc)
+            self.notify(str(exc), severity="error", timeout=15)
+        finally:
+            self.busy = None
+            self.refresh_now()
+
+    # --- stop and restart -------------------------------------------------------------------------------------------------------
+    def _shown_server(self, name: str | None) -> dict | None:
+        name = name or self.focus()
+        return self.link.servers.get(name) if name else None
+
+    def request_stop(self, name: str | None = None) -> None:
+        link = self._ready_link()
+        if link is None:
+            return
+        rec = self._shown_server(name)
+        if rec is None or rec.get("state") not in LIVE:
+            self.notify(f"{name or (rec or {}).get('name') or 'No server'} is not running.", severity="warning")
+            return
+        grace = 20
+        lines = [f"{rec['name']} is {rec['state']} (pid {rec.get('pid')}, port {rec.get('port')}).",
+                 f"It gets SIGTERM, then SIGKILL after {grace} s if it is still there; spectui waits until its GPU "
+                 f"memory is free."]
+        command = f"kill -TERM -- -{rec.get('pgid') or rec.get('pid')}"
+
+        def answered(yes: bool | None) -> None:
+            if yes:
+                self._stop(rec["name"])
+
+        self.push_screen(ConfirmScreen(f"Stop {rec['name']}?", lines, command, yes="Stop"), answered)
+
+    @work(group="action", exit_on_error=False)
+    async def _stop(self, name: str) -> None:
+        if self.busy:
+            return
+        self.busy = f"stopping {name}"
+        self.refresh_now()
+        try:
+            r = await self.link.stop(name)
+            st = r.get("stop") or {}
+            self.notify(f"{name} stopped ({st.get('exit_s', 0):.1f} s, GPU memory free after "
+                        f"{st.get('release_s', 0):.1f} s).")
+        except (SpectuiError, OSError) as exc:
+            self.notify(str(exc), severity="error", timeout=15)
+        finally:
+            self.busy = None
+            self.refresh_now()
+
+    def request_restart(self) -> None:
+        link = self._ready_link()
+        if link is None:
+            return
+        rec = self._shown_server(None)
+        if rec is None:
+            self.notify("No server to restart: switch to a profile first.", severity="warning")
+            return
+        profile = self.library.profiles.get(rec["name"])
+        if profile is None:
+            self.notify(f"{rec['name']} has no profile here, so it cannot be restarted from spectui.", severity="error")
+            return
+        command = launch_command(profile, link.session)
+        lines = [f"{rec['name']} is {rec['state']}" + (f" (pid {rec.get('pid')})." if rec.get("pid") else ".")]
+        if rec.get("state") in LIVE:
+            lines.append("It is stopped first (SIGTERM, then SIGKILL after 20 s), then started again.")
+
+        def answered(yes: bool | None) -> None:
+            if yes:
+                self._restart(profile)
+
+        self.push_screen(ConfirmScreen(f"Restart {rec['name']}?", lines, command, yes="Restart"), answered)
+
+    @work(group="action", exit_on_error=False)
+    async def _restart(self, profile: Profile) -> None:
+        if self.busy:
+            return
+        self.busy = f"restarting {profile.name}"
+        self.switch_started = time.monotonic()
+        self.switch_stopped = None
+        self.switch_results.pop(profile.name, None)
+        self.switch_errors.pop(profile.name, None)
+        self.refresh_now()
+        try:
+            result = await self.link.restart(profile)
+            self.switch_results[profile.name] = result
+            server = result.get("server") or {}
+            self.notify(f"{profile.name}: {server.get('state')}",
+                        severity="information" if server.get("state") == "ready" else "error")
+        except (SpectuiError, OSError) as exc:
+            self.switch_errors[profile.name] = str(exc)
+            self.notify(str(exc), severity="error", timeout=15)
+        finally:
+            self.busy = None
+            self.refresh_now()
+
+    @work(group="telemetry", exit_on_error=False)
+    async def _telemetry_off(self) -> None:
+        for method in ("gpu.unsubscribe", "server.telemetry.unsubscribe"):
+            try:
+                await self.link.session.client.call(method)
+            except (AgentCallError, Disconnected):
+                pass
+
+    # --- demo traffic ------------------------------------------------------------------------------------------------------------------
+    def toggle_traffic(self) -> None:
+        if not self.traffic_available:
+            self.notify("spectui sends no requests to a real host's servers unless asked (benchmarks).",
+                        severity="warning")
+            return
+        self.traffic_wanted = not self.traffic_wanted
+        self.set_traffic(self.traffic_wanted)
+
+    @work(group="traffic", exclusive=True, exit_on_error=False)
+    async def set_traffic(self, on: bool) -> None:
+        link = self.link
+        if link is None or not link.connected:
+            return
+        try:
+            if on:
+                await link.session.client.call("traffic.start", {"concurrency": TRAFFIC_CONCURRENCY})
+            else:
+                await link.session.client.call("traffic.stop")
+            self.traffic_on = on
+        except AgentCallError as exc:
+            self.traffic_on = False
+            self.notify(f"Demo traffic: {exc}", severity="warning")
+        except (Disconnected, SpectuiError):
+            self.traffic_on = False
+        self.refresh_now()
+
+    # --- other screens ---------------------------------------------------------------------------------------------------------------------
+    def open_help(self) -> None:
+        self.push_screen(HelpScreen())
+
+    def open_logs(self) -> None:
+        name = self.focus() if self.link else None
+        if name is None or self.link is None or name not in self.link.servers:
+            self.notify("No server log to show yet: switch to a profile first.", severity="warning")
+            return
+        self.push_screen(LogScreen(self.logs.setdefault(name, LogBuffer(name))))
+        self.poll_logs()
+
+    def _feature_screen(self, module: str) -> Screen | None:
+        try:
+            mod = importlib.import_module(module)
+        except ImportError:
+            return None
+        make = getattr(mod, "make_screen", None)
+        return make(self) if make is not None else None
+
+    def open_source(self) -> None:
+        try:
+            module = importlib.import_module("spectui.ui.screens.source")
+        except ImportError:
+            module = None
+        if module is None or not (hasattr(module, "make_screen") or hasattr(module, "SourceScreen")):
+            self.notify("Coming soon: the source browser (f) will show SGLang's speculative decoding code as "
+                        "installed on this host, with search and jump to definition.", title="Source browser")
+            return
+        if self.link is None or not self.link.connected:
+            self.notify("Not connected: wait for the connection to come back.", severity="warning")
+            return
+        self._open_source(module)
+
+    @work(group="source", exclusive=True, exit_on_error=False)
+    async def _open_source(self, module) -> None:
+        profile = self.library.profiles.get(self.highlighted_name() or "")
+        if hasattr(module, "make_screen"):
+            self.push_screen(module.make_screen(self))
+            return
+        from spectui.core.source import open_browser
+
+        self.notify("Opening SGLang's source on the host…", timeout=3)
+        try:
+            python = profile.python if profile is not None and not self.target.simulated else None
+            browser = await open_browser(self.link.session, python=python)
+        except (SpectuiError, OSError) as exc:
+            self.notify(str(exc), title="Source browser", severity="error", timeout=15)
+            return
+        self.push_screen(module.SourceScreen(browser, profile=profile))
+
+    def open_bench(self) -> None:
+        screen = self._feature_screen("spectui.ui.screens.bench")
+        if screen is None:
+            self.notify("Coming soon: benchmarks (b) will run sglang's serving benchmark against the ready server "
+                        "and compare runs across profiles.", title="Benchmarks")
+            return
+        self.push_screen(screen)
+
+    # --- palette --------------------------------------------------------------------------------------------------------------------------
+    def get_system_commands(self, screen: Screen) -> Iterable[SystemCommand]:
+        yield from super().get_system_commands(screen)
+        if self.dashboard is None:
+            return
+        for b in keys.DASHBOARD:
+            name = b.action.split("(")[0]
+            if name not in keys.PALETTE_ACTIONS:
+                continue
+            if name == "traffic" and not self.traffic_available:
+                continue
+            key = " / ".join(self.get_key_display(type(b)(k, b.action, b.description)) for k in keys.key_names(b))
+            yield SystemCommand(b.description, escape(f"{b.tooltip} (key: {key})"), self._palette_action(b.action))
+
+    def action_command_palette(self) -> None:
+        # Not while connecting or refusing a changed host key: nothing there to command.
+        if isinstance(self.screen, (ConnectingScreen, HostKeyChangedScreen)):
+            return
+        super().action_command_palette()
+
+    def _palette_action(self, action: str):
+        async def run() -> None:
+            await self.run_action(action, self.dashboard)
+        return run
+
+    # --- quitting ---------------------------------------------------------------------------------------------------------------------------
+    async def action_quit(self) -> None:
+        self.quit_console()
+
+    def quit_console(self) -> None:
+        if self._quitting:
+            return
+        self._quitting = True
+        self._quit()
+
+    @work(group="quit", exit_on_error=False)
+    async def _quit(self) -> None:
+        link = self.link
+        note = None
+        try:
+            if link is not None and link.connected:
+                if self.demo and not self.keep:
+                    self.busy = "stopping the demo servers"
+                    self.refresh_now()
+                    self.notify("Stopping the simulated servers…", timeout=30)
+                    try:
+                        await link.session.client.call("traffic.stop")
+                    except (AgentCallError, Disconnected):
+                        pass
+                    stopped = await link.stop_all()
+                    names = [s["name"] for s in stopped]
+                    note = ("spectui demo: stopped the simulated servers (" + ", ".join(names) + ")." if names
+                            else "spectui demo: no simulated server was running.")
+                else:
+                    live = [s for s in link.servers.values() if s.get("state") in LIVE]
+                    where = "the simulated host" if self.demo else link.target.label
+                    if live:
+                        desc = ", ".join(f"{s['name']} ({s['state']}, port {s.get('port')})" for s in live)
+                        note = (f"spectui: the servers keep running on {where}: {desc}. "
+                                + ("`spectui demo` re-adopts them; `spectui servers stop --demo` stops them."
+                                   if self.demo else
+                                   f"`spectui connect {link.target.label}` re-adopts them; "
+                                   f"`spectui servers stop --host {link.target.label}` stops them."))
+                    else:
+                        note = f"spectui: no server is running on {where}."
+            elif self.demo and not self.keep and link is not None and link.servers:
+                note = ("spectui demo: not connected, so the simulated servers could not be stopped; "
+                        "`spectui servers stop --demo` stops them.")
+        except (SpectuiError, OSError) as exc:
+            note = f"spectui: while quitting: {exc}"
+        finally:
+            self.exit_note = note or self.exit_note
+            if link is not None:
+                try:
+                    await link.close()
+                except Exception:
+                    pass
+            self.exit()

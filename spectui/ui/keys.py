@@ -1,0 +1,59 @@
+"""Every key of the console, declared once.
+
+The screens take their ``BINDINGS`` from here; the footer, the help screen (``?``) and the
+command palette (``ctrl+p``) are all generated from these same declarations. A binding's
+``description`` is the footer label; its ``tooltip`` is the longer help text.
+"""
+
+from __future__ import annotations
+
+from textual.binding import Binding
+
+DIGITS = tuple(str(n) for n in range(1, 10))
+
+DASHBOARD = [
+    Binding("up,k", "move(-1)", "Up", show=False, tooltip="Highlight the previous profile"),
+    Binding("down,j", "move(1)", "Down", show=False, tooltip="Highlight the next profile"),
+    Binding("enter,s", "switch", "Switch", tooltip="Switch to the highlighted profile (asks before stopping a running server)"),
+    *[Binding(d, f"switch_number({d})", f"Profile {d}", show=False,
+              tooltip=f"Select profile {d} and switch to it") for d in DIGITS],
+    Binding("x", "stop", "Stop", tooltip="Stop the server shown in the server panel (asks first)"),
+    Binding("r", "restart", "Restart", tooltip="Restart the server shown in the server panel (asks first)"),
+    Binding("l", "logs", "Logs", tooltip="Open the full log: search, wrap, follow, save"),
+    Binding("slash", "filter", "Filter", show=False, tooltip="Filter the log tail (escape clears)"),
+    Binding("f", "source", "Source", tooltip="Browse SGLang's speculative decoding source"),
+    Binding("b", "bench", "Bench", tooltip="Benchmark the running server"),
+    Binding("t", "traffic", "Traffic", tooltip="Demo only: toggle the light background load"),
+    Binding("question_mark", "help", "Help", tooltip="Show every key"),
+    Binding("q", "quit_console", "Quit", tooltip="Quit (servers on a real host keep running; the demo stops its own)"),
+]
+
+LOGS = [
+    Binding("slash", "search", "Search", tooltip="Search the log (enter jumps to the first match)"),
+    Binding("n", "next_match", "Next", tooltip="Jump to the next match"),
+    Binding("N", "previous_match", "Previous", show=False, tooltip="Jump to the previous match"),
+    Binding("w", "toggle_wrap", "Wrap", tooltip="Wrap long lines on or off"),
+    Binding("f", "toggle_follow", "Follow", tooltip="Follow new lines on or off"),
+    Binding("ctrl+s", "save", "Save", tooltip="Save the log to a local file"),
+    Binding("escape,q", "close", "Back", tooltip="Back to the dashboard"),
+]
+
+CLOSE = [Binding("escape,q,question_mark", "close", "Close", tooltip="Close this screen")]
+
+CONFIRM = [
+    Binding("y,enter", "confirm", "Yes", tooltip="Go ahead"),
+    Binding("n,escape", "cancel", "No", tooltip="Cancel"),
+]
+
+PALETTE_KEY = "ctrl+p"
+PALETTE_HELP = "Command palette: Switch to / Stop for each profile, and every key above"
+
+# Groups shown by the help screen, in order.
+HELP_GROUPS = (("Dashboard", DASHBOARD), ("Log screen", LOGS))
+
+# Actions that make sense as palette commands (digits and movement do not).
+PALETTE_ACTIONS = ("switch", "stop", "restart", "logs", "filter", "source", "bench", "traffic", "help", "quit_console")
+
+
+def key_names(binding: Binding) -> list[str]:
+    return [k.strip() for k in binding.key.split(",") if k.strip()]

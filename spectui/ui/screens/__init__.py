@@ -1,0 +1,1 @@
+"""The console's screens: dashboard, connecting and its dialogs, confirmation, help, logs."""

@@ -1,0 +1,340 @@
+"""The app's side of the panels: reading the host link and building one snapshot per panel.
+
+Only the app calls these (widgets never see the link). Each builder is cheap: it copies the
+few values a panel shows and the tail of the series it charts.
+"""
+
+from __future__ import annotations
+
+import math
+import time
+from collections.abc import Sequence
+
+from spectui.core.live import HostLink, LinkState
+from spectui.core.profiles import Profile
+from spectui.core.server_frames import Measured, ServerFrame, ServerSeries
+from spectui.ui import derive
+from spectui.ui.draw import clean
+from spectui.ui.views import (
+    BannerView,
+    BreakEven,
+    GpuRow,
+    GpuView,
+    HeaderView,
+    LogTailView,
+    ProfileRow,
+    ProfilesView,
+    ServerView,
+    Stage,
+    SpecView,
+    ThroughputView,
+    Value,
+)
+
+LIVE = ("starting", "loading", "ready", "unresponsive", "stopping")
+GPU_HISTORY = 60
+CHART_POINTS = 200
+LOG_TAIL = 300
+
+
+def value(m: Measured | None) -> Value:
+    if m is None:
+        return Value(None)
+    v = m.value
+    if v is not None and isinstance(v, float) and math.isnan(v):
+        v = None
+    return Value(v, m.source, m.stale, m.cumulative, m.formula)
+
+
+def settings_text(settings: dict) -> str:
+    parts = []
+    if settings.get("num_steps") is not None:
+        parts.append(f"steps {settings['num_steps']}")
+    if settings.get("topk") is not None:
+        parts.append(f"topk {settings['topk']}")
+    if settings.get("draft_tokens") is not None:
+        parts.append(f"draft tokens {settings['draft_tokens']}")
+    return " · ".join(parts)
+
+
+def profile_algorithm(record: dict | None, profile: Profile | None, frame: ServerFrame | None) -> str | None:
+    if frame is not None and frame.speculative:
+        return frame.speculative.get("algorithm") or None
+    if record and isinstance(record.get("profile"), dict):
+        algo = (record["profile"].get("args") or {}).get("speculative-algorithm")
+        if algo:
+            return str(algo)
+        if record["profile"].get("args") is not None:
+            return None
+    return profile.algorithm if profile is not None else None
+
+
+# --- header and banner ------------------------------------------------------------------------------------
+def header_view(link: HostLink, *, traffic: bool | None, busy: str | None) -> HeaderView:
+    facts = link.facts or {}
+    frame = link.gpu
+    gpus = frame.gpus if frame is not None and frame.gpus else ()
+    model = gpus[0].name if gpus else None
+    count = len(gpus)
+    if not count and facts.get("gpus"):
+        count = len(facts["gpus"])
+        model = facts["gpus"][0].get("name")
+    sglang = (facts.get("sglang") or {}).get("version")
+    if not sglang:
+        for s in link.series.values():
+            if s.latest is not None and s.latest.version:
+                sglang = s.latest.version
+                break
+    host = "demo host" if link.target.kind == "demo" else link.target.label
+    hostname = facts.get("hostname")
+    if link.target.kind == "ssh" and hostname and hostname not in host:
+        host = f"{host} ({hostname})"
+    rtt = None if link.rtt_ms is None else round(link.rtt_ms, 1)
+    return HeaderView(host, link.target.kind, bool(facts.get("simulated", link.target.simulated)), model, count,
+                      sglang, link.state.value, rtt, traffic, busy)
+
+
+def banner_view(link: HostLink) -> BannerView:
+    if link.state is LinkState.RECONNECTING:
+        wait = link.reconnect_in_s()
+        reason = (link.message or f"Disconnected from {link.target.label}").strip()
+        if not reason.endswith("."):
+            reason += "."
+        when = f"reconnecting in {math.ceil(wait)} s" if wait is not None and wait > 0 else "reconnecting now"
+        return BannerView(f"{reason} {when[0].upper()}{when[1:]} · the values shown are stale")
+    return BannerView(None)
+
+
+# --- profiles ------------------------------------------------------------------------------------------------
+def profiles_view(link: HostLink | None, profiles: Sequence[Profile], highlight: int, errors: Sequence[str],
+                  switching: str | None) -> ProfilesView:
+    rows = []
+    servers = link.servers if link is not None else {}
+    for i, p in enumerate(profiles):
+        rec = servers.get(p.name)
+        state = rec.get("state", "stopped") if rec else "stopped"
+        pct = None
+        if rec and state == "loading" and isinstance(rec.get("progress"), dict):
+            pct = rec["progress"].get("percent")
+        rows.append(ProfileRow(i + 1, p.name, p.algorithm, settings_text(p.speculative_settings()), state, pct,
+                               p.description, p.model))
+    return ProfilesView(tuple(rows), highlight, switching, tuple(errors))
+
+
+# --- GPUs -------------------------------------------------------------------------------------------------------
+def gpu_view(link: HostLink) -> GpuView:
+    frame = link.gpu
+    if frame is None:
+        return GpuView((), message="waiting for GPU telemetry…" if link.connected else None,
+                       stale=not link.connected)
+    if not frame.available:
+        return GpuView((), source=frame.source, message=frame.message or "no GPU telemetry on this host")
+    age = time.time() - frame.received_at  # received_at is the client's time.time()
+    stale = not link.connected or age > max(3.0, 3 * link.gpu_interval_s)
+    hist = link.gpu_history.util
+    rows = []
+    for g in frame.gpus:
+        buf = hist.get(g.index)
+        h = clean(buf.values(GPU_HISTORY)) if buf is not None else ()
+        rows.append(GpuRow(g.index, g.util_pct, g.mem_used_mib, g.mem_total_mib, g.power_w, g.power_limit_w, g.temp_c, h))
+    name = frame.gpus[0].name if frame.gpus else None
+    return GpuView(tuple(rows), name, frame.source, frame.error, stale)
+
+
+# --- server --------------------------------------------------------------------------------------------------------
+def focus_name(link: HostLink | None, highlighted: str | None, refused: dict | None = None) -> str | None:
+    """Which server the server, speculative, throughput and log panels follow."""
+    if link is None:
+        return highlighted
+    sw = link.switch
+    if sw is not None and sw.stage not in derive.FINAL and sw.target not in (refused or {}):
+        return sw.target
+    servers = link.servers
+    rec = servers.get(highlighted) if highlighted else None
+    if rec is not None and rec.get("state") != "stopped":
+        return highlighted
+    live = [s for s in servers.values() if s.get("state") in LIVE]
+    if live:
+        live.sort(key=lambda s: (s.get("state") == "ready", s.get("started_at") or 0), reverse=True)
+        return live[0]["name"]
+    if sw is not None and (sw.target == highlighted or sw.target in servers):
+        return sw.target
+    return highlighted if rec is not None else None
+
+
+def server_view(link: HostLink, name: str | None, profile: Profile | None, *, switch_result: dict | None,
+                switch_started: float | None, stopped_name: str | None, switch_error: str | None = None,
+                tail_lines: int = 12) -> ServerView:
+    stale = not link.connected
+    if name is None:
+        return ServerView(None, hint="no server running · highlight a profile and press enter", stale=stale)
+    rec = link.servers.get(name)
+    series = link.series.get(name)
+    algo = profile_algorithm(rec, profile, series.latest if series else None)
+    stages: tuple = ()
+    target = total = None
+    done = False
+    sw = link.switch
+    if sw is not None and sw.target == name and sw.history:
+        running = sw.stage not in derive.FINAL and switch_error is None
+        elapsed = (time.monotonic() - switch_started) if (running and switch_started is not None) else None
+        stages = derive.switch_stages(sw.history, detail=sw.detail, elapsed_now=elapsed, stopped_name=stopped_name,
+                                      result_stages=(switch_result or {}).get("stages"))
+        if switch_error is not None:
+            stages = tuple(Stage(s.label, s.seconds, False, s.detail) for s in stages) + (Stage("refused", None),)
+        target = sw.target
+        done = not running
+        if switch_result and switch_result.get("total_s") is not None:
+            total = float(switch_result["total_s"])
+        elif done:
+            total = sw.elapsed_s
+    if rec is None:
+        state = sw.stage if (sw is not None and sw.target == name) else None
+        if switch_error is not None:
+            return ServerView(name, "failed", reason=switch_error, stages=stages, switch_target=target,
+                              switch_done=True, algorithm=algo, stale=stale)
+        return ServerView(name, "starting" if state in ("starting", "started") else None, stages=stages,
+                          switch_target=target, switch_total_s=total, switch_done=done, algorithm=algo, stale=stale,
+                          hint=None if stages else f"{name} has not run on this host yet")
+    state = rec.get("state")
+    now = time.time()
+    uptime = None
+    if state in LIVE and rec.get("started_at"):
+        uptime = int(max(0, now - rec["started_at"]))
+    load_s = None
+    if rec.get("ready_at") and rec.get("started_at"):
+        load_s = rec["ready_at"] - rec["started_at"]
+    progress = None
+    p = rec.get("progress")
+    if isinstance(p, dict):
+        progress = (p.get("percent"), p.get("done"), p.get("total"))
+    tail: tuple[str, ...] = ()
+    if state in ("failed", "crashed"):
+        tail = tuple((rec.get("log_tail") or [])[-tail_lines:])
+    return ServerView(
+        name, state, rec.get("pid"), rec.get("port"), tuple(rec.get("gpus") or ()), uptime,
+        None if load_s is None else round(float(load_s), 1), progress, rec.get("reason"), tail, stages, target,
+        total, done, algo, stale,
+    )
+
+
+# --- speculative and throughput ------------------------------------------------------------------------------------
+def _frame_stale(link: HostLink, frame: ServerFrame) -> bool:
+    if not link.connected:
+        return True
+    return time.time() - frame.received_at > max(5.0, 4 * link.server_interval_s)
+
+
+def _scale_max(frame: ServerFrame | None, profile: Profile | None) -> float | None:
+    spec = dict(frame.speculative) if frame is not None and frame.speculative else {}
+    if profile is not None:
+        for k, v in profile.speculative_settings().items():
+            spec.setdefault(k, v)
+    algo = (spec.get("algorithm") or "").upper()
+    try:
+        if algo == "NGRAM" and spec.get("draft_tokens"):
+            return float(spec["draft_tokens"])
+        if spec.get("num_steps"):
+            return float(spec["num_steps"]) + 1.0
+        if spec.get("draft_tokens"):
+            return float(spec["draft_tokens"])
+    except (TypeError, ValueError):
+        return None
+    return None
+
+
+class BreakEvenCache:
+    """L* from the series of this session, recomputed only when a new frame arrived."""
+
+    def __init__(self) -> None:
+        self._key = None
+        self._steps: dict[str, tuple[str | None, tuple[float, int] | None]] = {}
+
+    def steps(self, link: HostLink, algorithms: dict[str, str | None]) -> dict[str, tuple[str | None, tuple[float, int] | None]]:
+        key = (id(link), tuple(sorted((n, id(s), s.latest.seq if s.latest else -1, len(s.accept_length),
+                                      algorithms.get(n)) for n, s in link.series.items())))
+        if key != self._key:
+            self._key = key
+            out = {}
+            for n, s in link.series.items():
+                algo = algorithms.get(n)
+                pairs = derive.concurrency_one(s.accept_length.values(), s.gen_throughput.values(), s.running_req.values())
+                out[n] = (algo, derive.speculative_step_ms(pairs) if algo else derive.baseline_step_ms(pairs))
+            self._steps = out
+        return self._steps
+
+    def for_server(self, link: HostLink, name: str, algorithms: dict[str, str | None]) -> BreakEven | None:
+        return self.explain(link, name, algorithms)[0]
+
+    def explain(self, link: HostLink, name: str, algorithms: dict[str, str | None]) -> tuple[BreakEven | None, str]:
+        """L* for ``name`` if both sides were measured, else why not (one short sentence)."""
+        steps = self.steps(link, algorithms)
+        mine = steps.get(name)
+        baselines = [n for n, st in steps.items() if not st[0]]
+        bases = [(n, st[1]) for n, st in steps.items() if not st[0] and st[1] is not None]
+        if mine is None or not mine[0]:
+            return None, ""
+        if not baselines:
+            return None, "L* (break-even): needs a baseline run here"
+        if not bases:
+            return None, "L* (break-even): waiting for baseline frames at 1 request"
+        if mine[1] is None:
+            return None, "L* (break-even): measuring this server at 1 request"
+        bases.sort(key=lambda b: -b[1][1])  # the baseline with the most samples
+        return derive.break_even(bases[0], (name, mine[1])), ""
+
+
+def spec_view(link: HostLink, name: str | None, profile: Profile | None, breakeven: BreakEven | None,
+              breakeven_note: str = "") -> SpecView:
+    if name is None:
+        return SpecView(None)
+    rec = link.servers.get(name)
+    series: ServerSeries | None = link.series.get(name)
+    frame = series.latest if series is not None else None
+    algo = profile_algorithm(rec, profile, frame)
+    settings = settings_text(frame.speculative if frame is not None and frame.speculative else
+                             (profile.speculative_settings() if profile is not None else {}))
+    if frame is None:
+        state = (rec or {}).get("state", "stopped")
+        msg = "no data: waiting for server telemetry" if state == "ready" else f"no data ({name} is {state})"
+        return SpecView(name, algo, settings, message=msg, stale=not link.connected)
+    stale = _frame_stale(link, frame)
+    if not algo:
+        return SpecView(name, None, "", message="no speculative decoding: accept length is 1 by definition",
+                        breakeven=None, stale=stale)
+    pts = clean(series.accept_length.values(CHART_POINTS))
+    hi = _scale_max(frame, profile)
+    seen = [v for v in pts if v is not None]
+    if seen:
+        hi = max(hi or 0.0, max(seen))
+    return SpecView(name, algo, settings, value(frame.accept_length), value(frame.cumulative_accept_length),
+                    tuple(value(r) for r in frame.accept_rates), pts, hi, breakeven, stale,
+                    breakeven_note=breakeven_note or "L* (break-even): needs a baseline run here")
+
+
+def _pct(d: dict | None) -> tuple[float | None, float | None] | None:
+    if not isinstance(d, dict):
+        return None
+    return (d.get("p50"), d.get("p99"))
+
+
+def throughput_view(link: HostLink, name: str | None) -> ThroughputView:
+    if name is None:
+        return ThroughputView(None)
+    series = link.series.get(name)
+    frame = series.latest if series is not None else None
+    if frame is None:
+        state = (link.servers.get(name) or {}).get("state", "stopped")
+        msg = "no data: waiting for server telemetry" if state == "ready" else f"no data ({name} is {state})"
+        return ThroughputView(name, message=msg, stale=not link.connected)
+    return ThroughputView(name, value(frame.gen_throughput), clean(series.gen_throughput.values(CHART_POINTS)),
+                          frame.running_req, frame.queue_req, frame.token_usage, _pct(frame.ttft_ms),
+                          _pct(frame.itl_ms), _frame_stale(link, frame))
+
+
+def log_tail_view(name: str | None, lines: tuple[str, ...] | None, error: str | None, stale: bool) -> LogTailView:
+    if name is None:
+        return LogTailView(None)
+    if lines is None:
+        return LogTailView(name, (), stale, "fetching the log…")
+    return LogTailView(name, lines, stale, error)

@@ -1,0 +1,161 @@
+"""What each panel shows: immutable snapshots the app builds and hands down to widgets.
+
+Widgets never read the host link themselves; they get one of these per refresh and redraw
+only when it differs from the last one (so every field is hashable and NaN-free).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+
+@dataclass(frozen=True)
+class Value:
+    """A number with where it came from and its marks (see ``core.server_frames.Measured``)."""
+
+    value: float | None
+    source: str | None = None
+    stale: bool = False
+    cumulative: bool = False
+    formula: str | None = None
+
+
+@dataclass(frozen=True)
+class HeaderView:
+    host: str
+    kind: str                      # demo | ssh | local
+    simulated: bool
+    gpu_model: str | None
+    gpu_count: int
+    sglang: str | None
+    link_state: str                # connecting | connected | reconnecting | closed
+    rtt_ms: float | None
+    traffic: bool | None = None    # None: no demo traffic on this host
+    busy: str | None = None
+
+
+@dataclass(frozen=True)
+class BannerView:
+    text: str | None
+    level: str = "warning"         # warning | error | info
+
+
+@dataclass(frozen=True)
+class ProfileRow:
+    number: int
+    name: str
+    algorithm: str | None
+    settings: str
+    state: str
+    percent: float | None = None
+    description: str = ""
+    model: str = ""
+
+
+@dataclass(frozen=True)
+class ProfilesView:
+    rows: tuple[ProfileRow, ...]
+    highlight: int
+    switching: str | None = None
+    errors: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True)
+class GpuRow:
+    index: int
+    util: float | None
+    mem_used: float | None
+    mem_total: float | None
+    power: float | None
+    power_limit: float | None
+    temp: float | None
+    util_history: tuple[float | None, ...] = ()
+
+
+@dataclass(frozen=True)
+class GpuView:
+    rows: tuple[GpuRow, ...]
+    name: str | None = None
+    source: str | None = None
+    message: str | None = None
+    stale: bool = False
+
+
+@dataclass(frozen=True)
+class Stage:
+    label: str
+    seconds: float | None
+    current: bool = False
+    detail: str | None = None
+
+
+@dataclass(frozen=True)
+class ServerView:
+    name: str | None
+    state: str | None = None
+    pid: int | None = None
+    port: int | None = None
+    gpus: tuple[int, ...] = ()
+    uptime_s: int | None = None
+    load_s: float | None = None
+    progress: tuple[float | None, int | None, int | None] | None = None  # percent, done, total
+    reason: str | None = None
+    log_tail: tuple[str, ...] = ()
+    stages: tuple[Stage, ...] = ()
+    switch_target: str | None = None
+    switch_total_s: float | None = None
+    switch_done: bool = False
+    algorithm: str | None = None
+    stale: bool = False
+    hint: str | None = None
+
+
+@dataclass(frozen=True)
+class BreakEven:
+    """L* = speculative step time / baseline step time, measured on this host (concurrency 1)."""
+
+    l_star: float
+    base_step_ms: float
+    spec_step_ms: float
+    base_name: str
+    spec_name: str
+    base_samples: int
+    spec_samples: int
+
+
+@dataclass(frozen=True)
+class SpecView:
+    name: str | None
+    algorithm: str | None = None
+    settings: str = ""
+    accept: Value = field(default_factory=lambda: Value(None))
+    cumulative: Value = field(default_factory=lambda: Value(None))
+    rates: tuple[Value, ...] = ()
+    series: tuple[float | None, ...] = ()
+    scale_max: float | None = None
+    breakeven: BreakEven | None = None
+    stale: bool = False
+    message: str | None = None
+    breakeven_note: str = ""
+
+
+@dataclass(frozen=True)
+class ThroughputView:
+    name: str | None
+    gen: Value = field(default_factory=lambda: Value(None))
+    series: tuple[float | None, ...] = ()
+    running: int | None = None
+    queued: int | None = None
+    token_usage: float | None = None
+    ttft_ms: tuple[float | None, float | None] | None = None
+    itl_ms: tuple[float | None, float | None] | None = None
+    stale: bool = False
+    message: str | None = None
+
+
+@dataclass(frozen=True)
+class LogTailView:
+    name: str | None
+    lines: tuple[str, ...] = ()
+    stale: bool = False
+    message: str | None = None

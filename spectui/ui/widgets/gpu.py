@@ -1,0 +1,102 @@
+"""The GPU panel: per GPU, utilization, memory and power as bars on fixed scales, a short
+utilization history and the temperature. Up to 8 GPUs fit as they are; with more, an
+aggregate row comes first and the panel scrolls."""
+
+from __future__ import annotations
+
+from spectui.ui.draw import Row, Styles, hbar, sparkline
+from spectui.ui.views import GpuRow, GpuView
+from spectui.ui.widgets.base import LinePanel
+
+FIT = 8
+SEP = " │ "
+
+
+def _widths(width: int, label: int) -> tuple[int, int, int, int]:
+    fixed = label + 5 + 1 + 3 + 8 + 3 + 5 + 3 + 5
+    rest = max(8, width - fixed)
+    util = max(3, min(30, rest * 24 // 100))
+    mem = max(3, min(30, rest * 24 // 100))
+    pwr = max(3, min(24, rest * 18 // 100))
+    hist = max(0, rest - util - mem - pwr)
+    return util, hist, mem, pwr
+
+
+def _frac(v: float | None, total: float | None) -> float | None:
+    if v is None or not total:
+        return None
+    return v / total
+
+
+class GpuPanel(LinePanel):
+    def title_of(self, view: GpuView | None) -> str:
+        if view is None or not view.rows:
+            return "GPUs"
+        name = f" {view.name}" if view.name else ""
+        t = f"GPUs · {len(view.rows)}×{name}"
+        return t + (" · stale" if view.stale else "")
+
+    def draw(self, view: GpuView | None, width: int, st: Styles) -> list[Row]:
+        if view is None:
+            return [Row("waiting for GPU telemetry…", st.dim)]
+        if not view.rows:
+            return [Row(view.message or "no GPU telemetry on this host", st.warn)]
+        label = len(str(max(r.index for r in view.rows))) + 1
+        wu, wh, wm, wp = _widths(width, label)
+        rows: list[Row] = [self._legend(label, wu, wh, wm, wp, st)]
+        if len(view.rows) > FIT:
+            rows.append(self._aggregate(view, st))
+        for g in view.rows:
+            rows.append(self._row(g, label, wu, wh, wm, wp, st, view.stale))
+        if view.message:
+            rows.append(Row(view.message, st.dim))
+        return rows
+
+    def _legend(self, label: int, wu: int, wh: int, wm: int, wp: int, st: Styles) -> Row:
+        row = Row(" " * label, st.dim)
+        row.add("utilization %".ljust(wu + 5), st.dim)
+        if wh:
+            row.add(" " + "history".ljust(wh), st.dim)
+        row.add(SEP, st.dim).add("memory GiB".ljust(wm + 8), st.dim)
+        row.add(SEP, st.dim).add("power W".ljust(wp + 5), st.dim)
+        row.add(SEP, st.dim).add("temp", st.dim)
+        return row
+
+    def _row(self, g: GpuRow, label: int, wu: int, wh: int, wm: int, wp: int, st: Styles, stale: bool) -> Row:
+        text = st.dim if stale else st.text
+        row = Row(f"{g.index:>{label - 1}} ", st.dim)
+        u = _frac(g.util, 100.0)
+        row.extend(hbar(u, wu, st.bar_hot if (u or 0) > 0.9 else st.bar, st.bar_empty))
+        row.add(f" {'–' if g.util is None else f'{g.util:.0f}%':>4}", text)
+        if wh:
+            row.add(" ").add(sparkline(g.util_history, wh, 0.0, 100.0), st.dim)
+        row.add(SEP, st.dim)
+        m = _frac(g.mem_used, g.mem_total)
+        row.extend(hbar(m, wm, st.bar_hot if (m or 0) > 0.95 else st.bar, st.bar_empty))
+        mem = "–" if g.mem_used is None else f"{g.mem_used / 1024:.0f}/{(g.mem_total or 0) / 1024:.0f}"
+        row.add(f" {mem:>7}", text)
+        row.add(SEP, st.dim)
+        p = _frac(g.power, g.power_limit)
+        row.extend(hbar(p, wp, st.bar, st.bar_empty))
+        row.add(f" {'–' if g.power is None else f'{g.power:.0f}':>4}", text)
+        row.add(SEP, st.dim)
+        if g.temp is None:
+            row.add("  –  ", st.dim)
+        else:
+            ts = st.bad if g.temp >= 85 else st.warn if g.temp >= 75 else text
+            row.add(f"{g.temp:>3.0f}°C", ts)
+        return row
+
+    def _aggregate(self, view: GpuView, st: Styles) -> Row:
+        utils = [r.util for r in view.rows if r.util is not None]
+        used = sum(r.mem_used or 0 for r in view.rows)
+        total = sum(r.mem_total or 0 for r in view.rows)
+        power = sum(r.power or 0 for r in view.rows)
+        temps = [r.temp for r in view.rows if r.temp is not None]
+        avg = f"{sum(utils) / len(utils):.0f}%" if utils else "–"
+        row = Row(f"all {len(view.rows)}: ", st.bold)
+        row.add(f"util avg {avg} · memory {used / 1024:.0f}/{total / 1024:.0f} GiB · power {power:.0f} W", st.text)
+        if temps:
+            row.add(f" · hottest {max(temps):.0f}°C", st.text)
+        row.add("  (scroll for each)", st.dim)
+        return row

@@ -1,0 +1,77 @@
+"""The profiles list: number, name, algorithm, key speculative settings and a state badge."""
+
+from __future__ import annotations
+
+from textual import events
+
+from spectui.ui.draw import Row, Styles
+from spectui.ui.messages import ProfileHighlighted, SwitchRequested
+from spectui.ui.views import ProfileRow, ProfilesView
+from spectui.ui.widgets.base import LinePanel
+
+BADGES = {
+    "stopped": ("○", "dim"), "starting": ("◌", "info"), "loading": ("◐", "info"), "ready": ("●", "ok"),
+    "failed": ("✗", "bad"), "crashed": ("✗", "bad"), "unresponsive": ("!", "warn"), "stopping": ("◌", "warn"),
+}
+
+
+def badge(row: ProfileRow, st: Styles) -> Row:
+    mark, style = BADGES.get(row.state, ("?", "dim"))
+    text = f"{mark} {row.state}"
+    if row.state == "loading" and row.percent is not None:
+        text += f" {row.percent:.0f}%"
+    return Row(text, getattr(st, style))
+
+
+class ProfilesList(LinePanel):
+    TITLE = "Profiles"
+
+    def draw(self, view: ProfilesView | None, width: int, st: Styles) -> list[Row]:
+        if view is None:
+            return [Row("loading profiles…", st.dim)]
+        if not view.rows:
+            rows = [Row("no profiles: add YAML files to a profiles folder", st.dim),
+                    Row("('spectui profiles list' shows where)", st.dim)]
+            rows += [Row(e, st.bad) for e in view.errors]
+            return rows
+        name_w = min(max(len(r.name) for r in view.rows), max(8, width - 24))
+        settings_w = width - (2 + name_w + 1 + 8 + 14)
+        wide = settings_w >= 12
+        out = []
+        for i, r in enumerate(view.rows):
+            hl = i == view.highlight
+            row = Row()
+            row.add(f"{r.number if r.number <= 9 else ' '} ", st.dim if not hl else st.highlight)
+            name = r.name if len(r.name) <= name_w else r.name[: name_w - 1] + "…"
+            row.add(name.ljust(name_w) + " ", st.highlight if hl else st.bold)
+            algo = (r.algorithm or "none")[:7].ljust(7)
+            row.add(algo + " ", st.highlight if hl else (st.accent if r.algorithm else st.dim))
+            if wide:
+                row.add(r.settings[: settings_w - 1].ljust(settings_w - 1) + " ", st.highlight if hl else st.dim)
+            b = badge(r, st)
+            row.extend(Row(b.plain, st.highlight) if hl else b)
+            if hl:
+                row.pad_to(width, st.highlight)
+            out.append(row)
+        for e in view.errors[:3]:
+            out.append(Row(e[: width], st.bad))
+        # the highlighted profile in full
+        if 0 <= view.highlight < len(view.rows):
+            r = view.rows[view.highlight]
+            out.append(Row("─" * width, st.dim))
+            out.append(Row(r.model, st.text))
+            if r.settings:
+                out.append(Row(f"{r.algorithm or 'no speculation'} · {r.settings}", st.accent))
+            if r.description:
+                out.append(Row(r.description[: width], st.dim))
+        return out
+
+    def on_click(self, event: events.Click) -> None:
+        view = self.view
+        if not isinstance(view, ProfilesView):
+            return
+        index = event.y + int(self.scroll_offset.y)
+        if 0 <= index < len(view.rows):
+            self.post_message(ProfileHighlighted(index))
+            if event.chain >= 2:
+                self.post_message(SwitchRequested(view.rows[index].name))

@@ -1,0 +1,81 @@
+"""The speculative panel: accept length now and over time, accept rates with their formula,
+stale and cumulative marks, and the break-even accept length L* once measured on this host."""
+
+from __future__ import annotations
+
+from spectui.ui.draw import Row, Styles, nice_max
+from spectui.ui.views import SpecView, Value
+from spectui.ui.widgets.base import LinePanel
+from spectui.ui.widgets.charts import chart_rows
+
+# Accept-rate formulas by the names the agent gives them (SGLANG.md: the formula changed in PR #23530).
+FORMULAS = {
+    "drafts-only": "correct drafts / (steps × (draft tokens − 1))",
+    "incl-bonus/draft-tokens": "accepted incl. bonus / (steps × draft tokens)",
+}
+RATE_NOTE = {"derived": "from accept length", "decode-log": "as logged"}
+
+
+def marks(v: Value, st: Styles) -> Row:
+    row = Row()
+    if v.stale:
+        row.add(" stale", st.mark)
+    if v.cumulative:
+        row.add(" cumulative", st.mark)
+    if v.source:
+        row.add(f" ({v.source})", st.dim)
+    return row
+
+
+class SpecPanel(LinePanel):
+    def title_of(self, view: SpecView | None) -> str:
+        if view is None or not view.name:
+            return "Speculative"
+        algo = f" · {view.algorithm}" if view.algorithm else " · no speculation"
+        return f"Speculative · {view.name}{algo}" + (" · stale" if view.stale else "")
+
+    def draw(self, view: SpecView | None, width: int, st: Styles) -> list[Row]:
+        if view is None or not view.name:
+            return [Row("no server: accept length appears once one is ready", st.dim)]
+        rows: list[Row] = []
+        if view.settings:
+            rows.append(Row(view.settings[:width], st.dim))
+        if view.message:
+            rows.append(Row(view.message, st.dim))
+            return rows
+        head = Row("accept length ", st.text)
+        a = view.accept
+        head.add("–" if a.value is None else f"{a.value:.2f}", st.dim if a.stale else st.bold)
+        if view.breakeven is not None:
+            be = view.breakeven.l_star
+            head.add("  L* ", st.text).add(f"{be:.2f}", st.accent)
+            if a.value is not None:
+                head.add("  ≥ break-even" if a.value >= be else "  < break-even", st.ok if a.value >= be else st.warn)
+        head.extend(marks(a, st))
+        rows.append(head)
+        tail: list[Row] = []
+        c = view.cumulative
+        if c.value is not None:
+            tail.append(Row("since start   ", st.text).add(f"{c.value:.2f}", st.text).extend(marks(c, st)))
+        for r in view.rates:
+            val = "–" if r.value is None else f"{100 * r.value:.1f}%"
+            row = Row("accept rate   ", st.text).add(f"{val:>6}", st.dim if r.stale else st.bold)
+            row.add(f" {r.formula or 'formula unknown'}", st.accent)
+            if r.stale:
+                row.add(" stale", st.mark)
+            if r.formula in FORMULAS:
+                row.add(f" = {FORMULAS[r.formula]}", st.dim)
+            row.add(f" · {RATE_NOTE.get(r.source or '', r.source or '?')}", st.dim)
+            tail.append(row)
+        be = view.breakeven
+        if be is not None:
+            tail.append(Row(f"L* = {be.spec_step_ms:.1f} ms / {be.base_step_ms:.1f} ms per step", st.dim)
+                        .add(f" (this server / {be.base_name})", st.dim))
+            tail.append(Row(f"   measured here at 1 request, {be.spec_samples} + {be.base_samples} frames", st.dim))
+        elif view.algorithm and view.breakeven_note:
+            tail.append(Row(view.breakeven_note, st.dim))
+        height = max(3, min(8, (self.draw_height or 12) - len(rows) - len(tail)))
+        hi = view.scale_max or nice_max(view.series, 2.0)
+        rows += chart_rows(view.series, width, height, 1.0, hi, st, fmt="{:.1f}", style=st.accent)
+        rows += tail
+        return rows

@@ -1,0 +1,70 @@
+"""Helpers for the console's Pilot tests: profiles on the simulated host, waiting, reading panels."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import time
+from pathlib import Path
+
+from tests.support.sshd import free_port
+
+
+def write_profile(folder: Path, name: str, *, gpus=(0, 1), port: int | None = None, sim: dict | None = None,
+                  args: dict | None = None) -> int:
+    port = port or free_port()
+    sim = dict({"load-time": 0.6}, **(sim or {}))
+    lines = [f"name: {name}", f"model: sim/{name}", f"description: test profile {name}", f"port: {port}",
+             f"gpus: [{', '.join(map(str, gpus))}]", "args:", f"  tp-size: {len(gpus)}"]
+    lines += [f"  {k}: {json.dumps(v)}" for k, v in (args or {}).items()]
+    lines += ["sim:"] + [f"  {k}: {json.dumps(v)}" for k, v in sim.items()]
+    (folder / f"{name}.yaml").write_text("\n".join(lines) + "\n")
+    return port
+
+
+EAGLE = {"speculative-algorithm": "EAGLE3", "speculative-draft-model-path": "sim/drafter",
+         "speculative-num-steps": 3, "speculative-eagle-topk": 1, "speculative-num-draft-tokens": 4}
+
+
+async def wait_for(pilot, cond, timeout: float = 30.0, what: str = "condition", step: float = 0.1):
+    deadline = time.monotonic() + timeout
+    while True:
+        value = cond()
+        if value:
+            return value
+        if time.monotonic() > deadline:
+            raise AssertionError(f"timed out after {timeout:g} s waiting for {what}")
+        await pilot.pause(step)
+
+
+async def connected(pilot, app, timeout: float = 30.0):
+    await wait_for(pilot, lambda: app.link is not None and app.link.connected and app.link.gpu is not None
+                   and app.screen is app.dashboard, timeout, "the console to connect")
+
+
+def server_state(app, name: str) -> str | None:
+    rec = app.link.servers.get(name) if app.link else None
+    return rec.get("state") if rec else None
+
+
+def panel_text(app, wid: str) -> str:
+    return app.dashboard.query_one(f"#{wid}").text
+
+
+def kill_recorded_servers(state_dir: Path) -> None:
+    """Kill every server recorded under a demo state folder (tests leave nothing behind)."""
+    for f in (Path(state_dir) / "servers").glob("*.json"):
+        try:
+            r = json.loads(f.read_text())
+            os.killpg(int(r["pgid"]), signal.SIGKILL)
+        except (ProcessLookupError, KeyError, TypeError, ValueError, OSError, PermissionError):
+            pass
+
+
+def pid_alive(pid: int) -> bool:
+    try:
+        with open(f"/proc/{pid}/stat") as fh:
+            return fh.read().rsplit(")", 1)[1].split()[0] != "Z"
+    except OSError:
+        return False
