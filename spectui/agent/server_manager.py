@@ -276,7 +276,8 @@ class ServerManager(object):
             time.sleep(0.1)
 
     # --- stop ------------------------------------------------------------------------------
-    def stop(self, params):
+    def stop(self, params, on_stage=None):
+        """Stop a server; ``on_stage(label)`` hears when the wait for GPU memory begins."""
         name = params["name"]
         grace = float(params.get("grace_s") or DEFAULT_GRACE_S)
         if not self._adopted:
@@ -301,6 +302,8 @@ class ServerManager(object):
             if left:
                 raise AgentError("stop_failed", "processes %s of %s are still alive after SIGKILL"
                                  % (", ".join(map(str, left)), name))
+            if on_stage is not None:
+                on_stage("waiting for GPU memory")
             released, release_s, how = self.wait_gpu_release(pids, r.get("gpus"))
             r["state"] = "stopped" if prior not in ("failed", "crashed") else prior
             r["ended_at"] = r.get("ended_at") or time.time()
@@ -340,9 +343,9 @@ class ServerManager(object):
         for r in self.store.read_all():
             holds = (r["name"] == name or int(r.get("port") or 0) == port or gpus & set(r.get("gpus") or []))
             if holds and r.get("pgid") and group_pids(r["pgid"]):
-                t = time.monotonic()
                 stage("stopping", r["name"])
-                res = self.stop({"name": r["name"], "grace_s": params.get("grace_s")})
+                res = self.stop({"name": r["name"], "grace_s": params.get("grace_s")},
+                                on_stage=lambda label, n=r["name"]: stage(label, n))
                 stop = res.get("stop") or {}
                 stages.append({"stage": "stopping", "detail": r["name"], "seconds": stop.get("exit_s", 0.0)})
                 stages.append({"stage": "waiting for GPU memory", "detail": r["name"],

@@ -37,6 +37,8 @@ async def test_switch_between_two_profiles(profiles_dir, demo):
     write_profile(profiles_dir, "alpha")
     port_b = write_profile(profiles_dir, "beta", sim={"load-time": 0.8})
     ctl = ServerControl(demo)
+    live_stages = []
+    ctl.on_events(lambda ev: live_stages.append(ev.data["stage"]) if ev.name == "switch" else None)
     lib = library()
     r = await ctl.switch(lib.get("alpha"))
     assert r["server"]["state"] == "ready"
@@ -45,6 +47,9 @@ async def test_switch_between_two_profiles(profiles_dir, demo):
     assert r["server"]["state"] == "ready" and r["server"]["name"] == "beta"
     stages = [s["stage"] for s in r["stages"]]
     assert stages[:2] == ["stopping", "waiting for GPU memory"] and stages[-1] == "ready"
+    # the same stages arrive live, in order, while the switch runs
+    seen = [s for s in live_stages if s in ("stopping", "waiting for GPU memory", "starting", "ready")]
+    assert seen[-4:] == ["stopping", "waiting for GPU memory", "starting", "ready"], live_stages
     assert not group_pids(pid_a)
     listed = {s["name"]: s for s in await ctl.list()}
     assert listed["alpha"]["state"] == "stopped" and listed["beta"]["state"] == "ready"
