@@ -66,16 +66,16 @@ give ``None``. :func:`parse_line` is one-shot and so never returns tracebacks; f
 to a :class:`LogFeeder` to get them.
 
 Speed: a busy server writes the same few line shapes for hours, so after the key-driven
-reader has read a batch line, its shape is compiled (see "Learned shapes" below) and
-later lines of that shape cost one regex match and one dict display -- about what
-SGLang's own decode regex costs to merely find a line (``bench/parse_speed.py``). The
-module keeps this learned state (bounded) for the process; it is not meant to be called
-from several threads at once.
+reader has read a batch line, its shape is compiled (see "Learned shapes" below): later
+lines of that shape cost one regex match and one dict display, SGLang lines of no
+interest one regex miss, about what SGLang's own decode regex costs to merely find a
+line (``bench/parse_speed.py``). :meth:`LogFeeder.feed_lines` reads runs of such lines
+in one loop. The module keeps this learned state (bounded) for the process; it is not
+meant to be called from several threads at once.
 """
 
 from __future__ import annotations
 
-import keyword
 import re
 from typing import Any, Dict, Iterable, List, Optional, Tuple
 
@@ -322,98 +322,134 @@ def _formula(sep: str, trailing_comma: bool, rec: Dict[str, Any]) -> Optional[st
 # Learned shapes: the fast path
 # ---------------------------------------------------------------------------
 #
-# A server writes the same few line shapes (the same keys in the same order) for hours.
-# After the generic reader above has read a batch line by its keys, the line's shape is
-# compiled into one regular expression (the keys literal, the values captured) and a
-# function building the same record. Later lines of that shape are read by one regex
-# match and one dict display. A line that differs in any way -- another key, another
-# order, a value of another form -- does not match and takes the generic path, which
-# learns its shape in turn. Tests check that both paths give equal records.
+# A server writes the same few batch-line shapes (the same prefix, keys and value forms)
+# for hours. After the generic reader above has read a batch line by its keys, the line's
+# shape becomes a regex (prefix and keys literal, values captured) and a dict display
+# building the same record. All learned shapes are compiled into two readers sharing one
+# body: one for a single line (parse_line), and one that reads lines from an iterator for
+# as long as they are of a learned shape or SGLang lines of no interest (HTTP access
+# lines, ...), dropped, and hands back the first line it cannot read (feed_lines). Such a
+# line -- another key, order or value form, a loading line, a traceback -- is read the
+# ordinary way, and the generic reader learns its shape if it has one. Tests check that
+# both ways give equal records.
 
-_IDENT = re.compile(r"^[a-z_][a-z0-9_]*$")
 _HIGH_CARDINALITY = re.compile(r"(?:throughput|token|tflops|bw)$|^est_")
-# As strict as _split_prefix: four digits, then the punctuation at its fixed places.
-# (Shapes are learned with or without milliseconds: an optional group costs time.)
-_TIME_RX = r"\[([0-9]{4}-..-.. ..:..:..)"
-_TIME_MS_RX = r"\[([0-9]{4}-..-.. ..:..:..\.[0-9][0-9][0-9])"
+# As strict as _split_prefix: four digits, then the punctuation at its fixed places (the
+# other places digits too, so that no "\r" can hide there).
+_TIME_RX = r"\[([0-9]{4}-[0-9][0-9]-[0-9][0-9] [0-9][0-9]:[0-9][0-9]:[0-9][0-9])"
+_TIME_MS_RX = r"\[([0-9]{4}-[0-9][0-9]-[0-9][0-9] [0-9][0-9]:[0-9][0-9]:[0-9][0-9]\.[0-9][0-9][0-9])"
 _VALUE_RX = r"([-.0-9A-Za-z%]+)"
-_MAX_SHAPES = 16
-_PROMOTE_AFTER = 32
+# Matches (an empty match) unless the line is one the generic reader returns None for by
+# its message's first letter: a valid prefix (rank text without "]", so that its "] " is
+# the first one), then a letter _parse_message does not read. A miss allocates nothing.
+_NOT_SKIPPED = re.compile(r"(?!\[[0-9]{4}-..-.. ..:..:..(?:\] |\.[0-9]{3}\] |(?:\.[0-9]{3})? [^\]\n]*\] )[^DPLT\[RS\n])").match
+_MAX_SHAPES = 8  # per anchor, most recently learned first
 
 
 class _Shape:
-    """One learned line shape: its regex, and the code that turns its groups into a record."""
+    """One learned batch-line shape: its regex, and how its record is built."""
 
-    __slots__ = ("letter", "match", "unpack", "fields", "func", "slow_hits")
+    __slots__ = ("pattern", "items")
 
-    def __init__(self, letter: str, pattern: str, unpack: str, fields: str) -> None:
-        self.letter = letter
-        self.match = re.compile(pattern).fullmatch
-        self.unpack = unpack
-        self.fields = fields
-        self.slow_hits = 0
-        source = (
-            "def shape(line, _m=_m):\n"
-            "    m = _m(line)\n"
-            "    if m is None:\n"
-            "        return None\n"
-            "    %s = m.groups()\n"
-            "    return {%s}\n" % (unpack, fields)
-        )
-        # Compiled against this module's globals: the fields read _VALUES, int, float.
-        scope: Dict[str, Any] = {"_m": self.match}
-        exec(compile(source, "<spectui log shape>", "exec"), globals(), scope)
-        self.func = scope["shape"]
+    def __init__(self, pattern: str, items: List[Tuple[str, Optional[str]]]) -> None:
+        self.pattern = pattern
+        # (field, how): "int", "float" or "_VALUES" applied to the next captured group,
+        # None for the group as it is, else the repr of a constant.
+        self.items = items
+
+    def display(self, names: List[str]) -> str:
+        """Source of the dict display building the record from the groups ``names``."""
+        groups = iter(names)
+        fields = []
+        for field, how in self.items:
+            if how is None:
+                value = next(groups)
+            elif how == "_VALUES":
+                value = "_VALUES[%s]" % next(groups)
+            elif how in ("int", "float"):
+                value = "%s(%s)" % (how, next(groups))
+            else:
+                value = how
+            fields.append("%r: %s" % (field, value))
+        return "{%s}" % ", ".join(fields)
 
 
-_SHAPES: Dict[str, List[_Shape]] = {"D": [], "P": []}  # by the anchor's first letter, MRU first
-_PRIMARY: Dict[str, Optional[_Shape]] = {"D": None, "P": None}  # inlined into parse_line
-_SHAPE_KEYS: Dict[Tuple[Any, ...], Any] = {}
+_SHAPES: Dict[str, List[_Shape]] = {"decode": [], "prefill": []}
+_SEEN: Dict[str, None] = {}  # every pattern learned (bounded): each is learned once
 
 
 def _learn_shape(kind: str, time: str, rank_text: str, ranks: Tuple[Tuple[str, Any], ...], anchor: str, sep: str, has_iter: bool, keys: List[str], names: List[str], values: List[Any], trailing_comma: bool, formula: Optional[str]) -> None:
-    has_ms = len(time) > 19
-    shape_key = (kind, has_ms, rank_text, anchor, sep, has_iter, tuple(keys), tuple(type(v) for v in values), trailing_comma)
-    if shape_key in _SHAPE_KEYS or len(_SHAPE_KEYS) >= 256:
-        return
-    _SHAPE_KEYS[shape_key] = None
     if not keys or len(keys) > 64 or len(set(names)) != len(names):
         return
-    if not keys[0].startswith(" ") or keys[0][1:2].isspace() or any(not _IDENT.match(n) or keyword.iskeyword(n) for n in names):
+    if not keys[0].startswith(" ") or keys[0][1:2].isspace() or any(_TRACEBACK in key for key in keys):
         return
-    if any(not _IDENT.match(name) for name, _ in ranks):
-        return
-    rx = [_TIME_MS_RX if has_ms else _TIME_RX, re.escape(rank_text), r"\] ", re.escape(anchor)]
+    rx = [_TIME_MS_RX if len(time) > 19 else _TIME_RX, re.escape(rank_text), r"\] ", re.escape(anchor)]
     rx.append(r" \[([0-9]+)\]" + re.escape(sep) + " " if has_iter else re.escape(sep) + " ")
-    args = ["t"] + (["it"] if has_iter else [])
-    fields = ['"kind": %r' % kind, '"time": t']
-    fields.extend("%r: %r" % item for item in ranks)
+    items: List[Tuple[str, Optional[str]]] = [("kind", repr(kind)), ("time", None)]
+    items.extend((name, repr(value)) for name, value in ranks)
     if has_iter:
-        fields.append('"iter": int(it)')
+        items.append(("iter", "int"))
     for n, (key, name, value) in enumerate(zip(keys, names, values)):
-        var = "v%d" % n
-        args.append(var)
         if n:
             rx.append(", ")
         rx.append(re.escape(key[1:] if n == 0 else key) + ": ")
+        # Numbers that change on every line are converted where they are read; other
+        # values go through the cache, which holds what the generic reader made of them.
         if type(value) is int and _HIGH_CARDINALITY.search(name):
             rx.append(r"([0-9]+)")
-            fields.append("%r: int(%s)" % (name, var))
+            items.append((name, "int"))
         elif type(value) is float and _HIGH_CARDINALITY.search(name):
             rx.append(r"([0-9]+\.[0-9]+)")
-            fields.append("%r: float(%s)" % (name, var))
+            items.append((name, "float"))
         else:
             rx.append(_VALUE_RX)
-            fields.append("%r: _VALUES[%s]" % (name, var))
+            items.append((name, "_VALUES"))
     rx.append(r", ?\r?\n?" if trailing_comma else r" ?\r?\n?")  # (used with fullmatch)
     if formula is not None:
-        fields.append('"accept_rate_formula": %r' % formula)
-    shape = _Shape(anchor[0], "".join(rx), ", ".join(args), ", ".join(fields))
-    shapes = _SHAPES[shape.letter]
-    shapes.insert(0, shape)
+        items.append(("accept_rate_formula", repr(formula)))
+    pattern = "".join(rx)
+    if pattern in _SEEN or len(_SEEN) >= 256:
+        return
+    _SEEN[pattern] = None
+    shapes = _SHAPES[kind]
+    shapes.insert(0, _Shape(pattern, items))
     del shapes[_MAX_SHAPES:]
-    if _PRIMARY[shape.letter] is None:
-        _promote(shape)
+    global _read_line, _read_lines
+    _read_line, _read_lines = _compile_readers(_SHAPES["decode"] + _SHAPES["prefill"])  # decode first: most lines are
+
+
+_UNREAD = object()  # a line the fast readers leave to the generic reader
+
+
+def _compile_readers(shapes: List[_Shape]) -> Tuple[Any, Any]:
+    """Two readers of the lines of ``shapes`` (and of SGLang lines of no interest holding
+    neither ``"\\r"`` nor a traceback, which they drop), compiled from the same code:
+
+    * ``read_line(line)``: the line's record, ``None`` for a line of no interest, else
+      ``_UNREAD``;
+    * ``read_lines(lines, append)``: takes lines from the iterator ``lines`` and appends
+      their records while it can; returns the first line it cannot read (``None`` at the
+      end), which the caller reads the other way before calling it again."""
+    namespace: Dict[str, Any] = {"_VALUES": _VALUES, "_not_skipped": _NOT_SKIPPED, "_UNREAD": _UNREAD}
+    one = ["def read_line(line):"]
+    many = ["def read_lines(lines, append):", "    for line in lines:"]
+    for n, shape in enumerate(shapes):
+        namespace["_match%d" % n] = match = re.compile(shape.pattern).fullmatch
+        names = ["v%d" % i for i in range(match.__self__.groups)]
+        read = ["m = _match%d(line)" % n, "if m is not None:", "    %s, = m.groups()" % ", ".join(names), "    try:"]
+        record = shape.display(names)
+        one += ["    " + text for text in read]
+        one += ["            return %s" % record, "        except KeyError:  # a value not cached yet", "            return _UNREAD"]
+        many += ["        " + text for text in read]
+        many += ["                append(%s)" % record, "            except KeyError:", "                return line", "            continue"]
+    skipped = "_not_skipped(line) is None and '\\r' not in line and 'Traceback' not in line"
+    one += ["    return None if %s else _UNREAD" % skipped]
+    many += ["        if %s:" % skipped, "            continue", "        return line", "    return None"]
+    exec(compile("\n".join(one + many) + "\n", "<spectui log readers>", "exec"), namespace)
+    return namespace["read_line"], namespace["read_lines"]
+
+
+_read_line, _read_lines = _compile_readers([])
 
 
 _EQ_PAIR = re.compile(r"([A-Za-z][\w .-]*?)=([^,]*)")
@@ -508,12 +544,9 @@ def _child_failed(time: str, ranks: Tuple[Tuple[str, Any], ...], msg: str) -> di
     return rec
 
 
-# First letters of the messages _parse_message reads (besides "D"ecode and "P"refill):
-# Load weight, The server is fired up, [gpu=N] (2024), Received sigquit / SIGQUIT received.
-_INTERESTING_FIRST = "LT[RS"
-
-
 def _parse_message(time: str, ranks: Tuple[Tuple[str, Any], ...], msg: str, rank_text: Optional[str] = None) -> Optional[dict]:
+    # The first letters read here (Decode, Prefill, Load weight, The server is fired up,
+    # [gpu=N] of 2024, Received sigquit / SIGQUIT received) are those _NOT_SKIPPED keeps.
     c = msg[:1]
     if c == "D":
         if msg.startswith("Decode batch"):
@@ -550,107 +583,9 @@ def _parse_message(time: str, ranks: Tuple[Tuple[str, Any], ...], msg: str, rank
 
 def parse_line(line: str) -> Optional[dict]:
     """One log line -> a record, or ``None`` for lines that are not SGLang's or not of
-    interest. One-shot: tracebacks need :class:`LogFeeder`.
-
-    (This body is the start-up state. Once batch lines have been read, the body is
-    replaced by one with the most used decode and prefill shapes inlined: see
-    ``_install_fast_path``.)"""
-    return _parse_slow(line)
-
-
-def _parse_slow(line: str) -> Optional[dict]:
-    if line[:1] == "[":
-        end = line.find("] ", 20)
-        if end > 0:
-            c = line[end + 2:end + 3]
-            if c == "D" or c == "P":
-                for shape in _SHAPES[c]:
-                    try:
-                        rec = shape.func(line)
-                    except KeyError:  # a value not cached yet: read it generically
-                        break
-                    if rec is not None:
-                        shape.slow_hits += 1
-                        if shape.slow_hits >= _PROMOTE_AFTER:
-                            _promote(shape)
-                        return rec
-            elif c not in _INTERESTING_FIRST:
-                return None  # an SGLang line of no interest (HTTP access, ...)
-    return _parse_generic(line)
-
-
-def _promote(shape: _Shape) -> None:
-    """Make ``shape`` the one ``parse_line`` tries first for its anchor."""
-    shapes = _SHAPES[shape.letter]
-    if shape in shapes:
-        shapes.remove(shape)
-        shapes.insert(0, shape)
-    for other in shapes:
-        other.slow_hits = 0
-    _PRIMARY[shape.letter] = shape
-    _install_fast_path()
-
-
-def _never(line: str) -> None:
-    return None
-
-
-def _install_fast_path() -> None:
-    """Rebuild ``parse_line``'s body with the primary decode and prefill shapes inlined,
-    so that a line of either is read in one Python frame.
-
-    The function object stays the same (callers may hold it): its code is replaced, by
-    way of the plain slow body while the module globals it reads (``_FAST_DECODE``,
-    ``_FAST_PREFILL``) change, so that a call at any moment sees a consistent pair."""
-    global _FAST_DECODE, _FAST_PREFILL
-    decode, prefill = _PRIMARY["D"], _PRIMARY["P"]
-    lines = ["def parse_line(line):"]
-    if decode is not None:
-        lines += [
-            "    m = _FAST_DECODE(line)",
-            "    if m is not None:",
-            "        %s = m.groups()" % decode.unpack,
-            "        try:",
-            "            return {%s}" % decode.fields,
-            "        except KeyError:",
-            "            return _parse_slow(line)",
-        ]
-    lines += [
-        '    if line[:1] == "[":',
-        '        end = line.find("] ", 20)',
-        "        if end > 0:",
-        "            c = line[end + 2:end + 3]",
-        '            if c == "P":',
-    ]
-    if prefill is not None:
-        lines += [
-            "                m = _FAST_PREFILL(line)",
-            "                if m is not None:",
-            "                    %s = m.groups()" % prefill.unpack,
-            "                    try:",
-            "                        return {%s}" % prefill.fields,
-            "                    except KeyError:",
-            "                        pass",
-        ]
-    else:
-        lines += ["                pass"]
-    lines += [
-        '            elif c != "D" and c not in "%s":' % _INTERESTING_FIRST,
-        "                return None",
-        "    return _parse_slow(line)",
-    ]
-    scope: Dict[str, Any] = {}
-    exec(compile("\n".join(lines) + "\n", "<spectui parse_line>", "exec"), globals(), scope)
-    fast = scope["parse_line"]
-    parse_line.__code__ = _SLOW_CODE
-    _FAST_DECODE = decode.match if decode is not None else _never
-    _FAST_PREFILL = prefill.match if prefill is not None else _never
-    parse_line.__code__ = fast.__code__
-
-
-_FAST_DECODE: Any = _never
-_FAST_PREFILL: Any = _never
-_SLOW_CODE = parse_line.__code__
+    interest. One-shot: tracebacks need :class:`LogFeeder`."""
+    rec = _read_line(line)
+    return _parse_generic(line) if rec is _UNREAD else rec
 
 
 def _parse_generic(line: str) -> Optional[dict]:
@@ -682,9 +617,7 @@ def line_time(line: str) -> Optional[str]:
 def parse_lines(lines: Iterable[str], max_error_lines: int = 200) -> List[dict]:
     """All records of ``lines`` in order, tracebacks gathered (a :class:`LogFeeder` run)."""
     feeder = LogFeeder(max_error_lines=max_error_lines)
-    out: List[dict] = []
-    for line in lines:
-        out.extend(feeder.feed(line))
+    out = feeder.feed_lines(lines)
     out.extend(feeder.flush())
     return out
 
@@ -791,10 +724,16 @@ class LogFeeder:
         return [tb.record()] if tb is not None else []
 
     def feed_lines(self, lines: Iterable[str]) -> List[dict]:
+        """``feed`` each of ``lines``; the records they complete, in order. While no
+        traceback is pending, the lines of the learned shapes and the lines of no interest
+        are read in one loop (see "Learned shapes" in the source)."""
         out: List[dict] = []
-        for line in lines:
+        it = iter(lines)
+        while True:
+            line = _read_lines(it, out.append) if self._tb is None else next(it, None)
+            if line is None:
+                return out
             out.extend(self.feed(line))
-        return out
 
     def feed(self, line: str) -> List[dict]:
         if self._tb is None and "\r" not in line and "Traceback" not in line:

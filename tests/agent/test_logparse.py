@@ -296,12 +296,107 @@ def _all_example_lines():
         yield prefix + msg.replace("0.00", "0.37").replace(": 1,", ": 17,")
 
 
-def test_fast_path_equals_generic_reading():
+@pytest.fixture
+def fresh_shapes(monkeypatch):
+    """The parser as at start-up, no shape learned (what other tests learned comes back after)."""
+    monkeypatch.setattr(logparse, "_SHAPES", {"decode": [], "prefill": []})
+    monkeypatch.setattr(logparse, "_SEEN", {})
+    read_line, read_lines = logparse._compile_readers([])
+    monkeypatch.setattr(logparse, "_read_line", read_line)
+    monkeypatch.setattr(logparse, "_read_lines", read_lines)
+
+
+def _items(rec):
+    return None if rec is None else list(rec.items())  # the fields and their order
+
+
+def _generic_feeding(lines, monkeypatch):
+    """parse_lines with the learned shapes out of the way: every line read generically."""
+    with monkeypatch.context() as m:
+        m.setattr(logparse, "_read_line", lambda line: logparse._UNREAD)
+        m.setattr(logparse, "_read_lines", lambda lines, append: next(lines, None))
+        return parse_lines(lines)
+
+
+def test_fast_path_equals_generic_reading(fresh_shapes):
     lines = list(_all_example_lines())
     for _ in range(3):  # first pass learns the shapes, later passes use them
         for line in lines:
-            assert parse_line(line) == logparse._parse_generic(line), line
-    assert parse_line.__code__.co_filename == "<spectui parse_line>"  # the fast path is installed
+            assert _items(parse_line(line)) == _items(logparse._parse_generic(line)), line
+        assert [_items(r) for r in parse_lines(lines)] == [_items(logparse._parse_generic(line)) for line in lines]
+    # The shapes learned last (at most _MAX_SHAPES per anchor) are read by the fast readers.
+    last = [line for line in lines if line.startswith(PREFIXES[-1][0])]
+    assert last and all(logparse._read_line(line) not in (None, logparse._UNREAD) for line in last)
+
+
+def test_learned_shapes_are_read_without_the_generic_reader(fresh_shapes, monkeypatch):
+    http = '[2026-11-30 10:00:00] INFO:     127.0.0.1:40052 - "POST /generate HTTP/1.1" 200 OK'
+    lines = [prefix + msg for prefix, _ in PREFIXES[:4] for msg in (PREFILL, DECODE_2025, DECODE_0523_ITER_CAP)]
+    lines += [http, http + "\n"]
+    expected = [logparse._parse_generic(line) for line in lines]  # reads them, learns their shapes
+    calls = []
+    generic = logparse._parse_generic
+    monkeypatch.setattr(logparse, "_parse_generic", lambda line: calls.append(line) or generic(line))
+    assert [_items(parse_line(line)) for line in lines] == [_items(rec) for rec in expected]
+    assert [_items(r) for r in LogFeeder().feed_lines(iter(lines))] == [_items(r) for r in expected if r is not None]
+    assert calls == []
+
+
+def test_feed_lines_equals_the_generic_reading_of_a_mixed_log(fresh_shapes, monkeypatch):
+    decode = "[2026-11-30 10:04:59 TP0] " + DECODE_0523
+    tqdm = "\r".join("Loading safetensors checkpoint shards: %3d%% Completed | %d/4 [00:0%d<00:0%d,  1.00s/it]" % (25 * n, n, n, 4 - n) for n in range(5))
+    log = [
+        "[2026-11-30 10:04:58 TP0] " + PREFILL,
+        decode,
+        '[2026-11-30 10:04:59] INFO:     127.0.0.1:40052 - "POST /generate HTTP/1.1" 200 OK',
+        decode.replace("accept len: 1.45", "accept len: 6.66"),  # a value not cached yet
+        "[2026-11-30 10:05:00] ERROR: Traceback (most recent call last):",  # no interest by its letter, yet a traceback
+        '  File "x.py", line 1, in f',
+        "RuntimeError: boom",
+        decode,  # ends the traceback
+        tqdm,
+        "[2026-11-30 10:05:01] INFO: shards\r" + decode,  # a line of no interest, then a decode line, one physical line
+        decode + "\r\n",
+        decode + "\n",
+        "[2026-11-30 10:05:02] " + READY,
+        "[2026-11-30 10:05:03 TP0] Decode batch, #running-req: 1, mode: Traceback, #queue-req: 0",
+        "[2026-11-30 10:05:03 TP0] Decode batch, #running-req: 1, mode: Traceback, #queue-req: 0",
+        "",
+        "[abcdefghijklmnopqrstuvwx] Capturing batches: 50%|#####     | 1/2 [00:01<00:01,  1.00it/s]",
+        "[2026-11-30 10:05:04.12x] Capturing batches: 50%|#####     | 1/2 [00:01<00:01,  1.00it/s]",
+        "[2026-11-30 10:05:04 TP]0] INFO: 50% Completed | 1/2",
+        "[2026-11-30 10:05:04 TP0] " + LOAD_END,
+    ] + TRACEBACK + [decode, "[2026-11-30 10:05:06 DP1 TP8] " + DECODE_2025] * 3
+    expected = [_items(r) for r in _generic_feeding(log, monkeypatch)]
+    assert [r[0][1] for r in expected].count("error") == 2 and [r[0][1] for r in expected].count("progress") == 2
+    for _ in range(3):  # learning, then learned
+        assert [_items(r) for r in parse_lines(log)] == expected
+        feeder = LogFeeder()
+        by_line = [r for line in log for r in feeder.feed(line)] + feeder.flush()
+        assert [_items(r) for r in by_line] == expected
+
+
+@pytest.mark.parametrize("line", [
+    "[abcdefghijklmnopqrstuvwx] Capturing batches: 50%|#####     | 1/2 [00:01<00:01,  1.00it/s]",
+    "[2026-11-30 10:05:04.12x] Capturing batches: 50%|#####     | 1/2 [00:01<00:01,  1.00it/s]",
+    "[2026-11-30 10:05:04 TP0] INFO: x\rLoading safetensors checkpoint shards:  45% Completed | 29/64",
+    "[2026-11-30 10:05:04 TP]0] Prefill batch, #new-seq: 1, #new-token: 31, #cached-token: 0, token usage: 0.00",
+    "[2026-11-30 1x:05:04 TP0] " + DECODE_0523,
+    "[2026-11-30 10:0\r:04 TP0] " + DECODE_0523,
+    "[2026-11-30 10:05:04 TP0] " + DECODE_0523 + "\r\n",
+    "[2026-11-30 10:05:04 TP0] " + DECODE_0523 + "  ",
+    "[2026-11-30 10:05:04 TP0] " + DECODE_2025 + ",",
+    "[2026-11-30 10:05:04 TP0] " + DECODE_0523.replace("#queue-req: 0", "#queue-req: 0\r[2026-11-30 10:05:05] x"),
+    "x[2026-11-30 10:05:04 TP0] " + DECODE_0523,
+    "[2026-11-30 10:05:04] Xyz",
+    "[2026-11-30 10:05:04]",
+    "[2026-11-30 10:05:04] ",
+])
+def test_fast_readers_agree_with_the_generic_reader_on_odd_lines(fresh_shapes, line):
+    for prefix in ("[2026-11-30 10:00:00 TP0] ", "[2026-11-30 10:00:00] "):  # the shapes these lines are near
+        for msg in (DECODE_0523, DECODE_2025, PREFILL):
+            parse_line(prefix + msg)
+    assert _items(parse_line(line)) == _items(logparse._parse_generic(line))
 
 
 def test_fast_path_falls_back_on_a_new_value_and_on_another_shape():
