@@ -4,9 +4,12 @@
 
 Runs the console on a private simulated host (a temporary state folder, stopped at the end):
 starts kimi-baseline, switches to kimi-eagle3 (confirmation and stages on the way), lets the
-demo traffic run until the panels have data, then opens help, the log, the palette and the
-host key dialog. Files: dashboard.svg, confirm.svg, switching.svg, help.svg, logs.svg,
-palette.svg, hostkey.svg.
+demo traffic run until the panels have data, runs the verify-cost probe (predicted L* beside
+the measured one), then opens help, the log, the palette, the host key dialog, the source
+browser (SGLang's published wheel, fetched with pip when it is not in the wheel cache) and
+compares the three kimi profiles with the single-stream preset (a few minutes). Files:
+dashboard.svg, confirm.svg, switching.svg, help.svg, logs.svg, palette.svg, hostkey.svg,
+source.svg, bench.svg.
 """
 
 from __future__ import annotations
@@ -14,6 +17,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import os
+import shutil
 import sys
 import tempfile
 import time
@@ -40,10 +44,20 @@ async def run(out: Path, size: tuple[int, int], serve_s: float) -> list[str]:
     from spectui.ui.screens.confirm import ConfirmScreen
     from spectui.ui.screens.dialogs import HostKeyScreen
     from spectui.ui.screens.help import HelpScreen
+    from spectui.ui.screens.bench import BenchScreen
     from spectui.ui.screens.logs import LogScreen
+    from spectui.ui.screens.picker import PresetPicker
+    from spectui.ui.screens.source import SourceScreen
+    from spectui.ui.widgets.source_tree import SourceTree
 
     state = tempfile.mkdtemp(prefix="spectui-shots-")
+    # the wheel stays in the user's wheel cache between runs; everything else is private to this run
+    import platformdirs
+
+    os.environ.setdefault("SPECTUI_WHEEL_CACHE",
+                          os.path.join(platformdirs.user_cache_dir("spectui"), "sglang", "wheels"))
     os.environ.setdefault("XDG_CACHE_HOME", os.path.join(state, "cache"))
+    os.environ.setdefault("SPECTUI_DATA_DIR", os.path.join(state, "data"))
     app = SpectuiApp(HostTarget.demo(os.path.join(state, "demo")), traffic=True)
     saved: list[str] = []
 
@@ -78,6 +92,10 @@ async def run(out: Path, size: tuple[int, int], serve_s: float) -> list[str]:
             return bool(f and f.accept_length.value and not f.accept_length.stale and f.gen_throughput.value)
 
         await wait(pilot, fresh, 30, "a fresh frame")
+        await pilot.press("p")  # the verify-cost probe: the simulator's hardware model, at once
+        await wait(pilot, lambda: "kimi-eagle3" in app.probes, 30, "the probe")
+        await wait(pilot, lambda: app.dashboard.query_one("#spec").text.count("L*") >= 2, 60, "both L*")
+        await wait(pilot, fresh, 30, "a fresh frame")
         app.refresh_now()
         await pilot.pause(0.3)
         shot("dashboard")
@@ -110,8 +128,47 @@ async def run(out: Path, size: tuple[int, int], serve_s: float) -> list[str]:
         shot("hostkey")
         app.pop_screen()
         await pilot.pause(0.2)
+        # f: the source browser (on the demo, SGLang's published wheel: fetched when not in the cache)
+        await pilot.press("f")
+        await wait(pilot, lambda: isinstance(app.screen, (SourceScreen, ConfirmScreen)), 60, "the source")
+        if isinstance(app.screen, ConfirmScreen):
+            await pilot.press("y")
+            await wait(pilot, lambda: isinstance(app.screen, SourceScreen), 900, "the wheel")
+        source = app.screen
+        tree = source.query_one(SourceTree)
+        await wait(pilot, lambda: tree.node_for("srt/speculative") is not None
+                   and tree.node_for("srt/speculative").data["loaded"], 60, "the tree")
+        await pilot.press("a")
+        await wait(pilot, lambda: source._algorithms is not None, 120, "the algorithms")
+        algos = source._algorithms.algorithms
+        shown = next((a for a in algos if a.name == "EAGLE3"), algos[0])  # the story's drafter
+        worker = shown.main_worker
+        source.open_file(worker.path if worker and worker.path else source._algorithms.enum_path,
+                         worker.line if worker and worker.path else shown.line)
+        await wait(pilot, lambda: source.view.path is not None and source.view.target is not None, 60, "the file")
+        await pilot.pause(1.0)
+        shot("source")
+        await pilot.press("escape")
+        await wait(pilot, lambda: app.screen is app.dashboard, 10, "the dashboard")
+        # space + B: compare the three kimi profiles with single-stream; the results screen
+        for name in ("kimi-baseline", "kimi-eagle3", "kimi-ngram"):
+            app.set_highlight([p.name for p in app.profiles].index(name))
+            await pilot.press("space")
+        await pilot.press("B")
+        await wait(pilot, lambda: isinstance(app.screen, PresetPicker), 10, "the preset picker")
+        app.screen.choose("single-stream")
+        await pilot.press("enter")
+        await wait(pilot, lambda: isinstance(app.screen, ConfirmScreen), 10, "the confirmation")
+        await pilot.press("y")
+        await wait(pilot, lambda: isinstance(app.screen, BenchScreen), 10, "the benchmark screen")
+        await wait(pilot, lambda: not app.bench_job.active, 1200, "the comparison")
+        await pilot.pause(0.5)
+        shot("bench")
+        await pilot.press("escape")
+        await pilot.pause(0.2)
         await pilot.press("q")  # the demo stops its simulated servers
         await wait(pilot, lambda: app.exit_note is not None, 60, "quitting")
+    shutil.rmtree(state, ignore_errors=True)  # the servers are stopped: their state, the unpacked source
     return saved
 
 

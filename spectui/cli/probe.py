@@ -4,10 +4,12 @@ from __future__ import annotations
 
 import argparse
 import json
+import sqlite3
 import sys
 
 from spectui.cli.hostopts import add_host_options, explain_connect_error, run_with_passphrase_prompt, target_from_args
 from spectui.core.errors import ConnectError, SpectuiError
+from spectui.core.history import HistoryStore
 from spectui.core.probe import (
     ProbeOptions,
     StepCosts,
@@ -52,6 +54,8 @@ def register(sub: argparse._SubParsersAction) -> None:
                                                   f"(default on --demo: {DEMO_PROFILE})")
     p.add_argument("--profiles", metavar="PATH", action="append", help="extra profile file or folder (repeatable)")
     p.add_argument("--json", action="store_true", help=f"print one JSON object (schema {SCHEMA})")
+    p.add_argument("--no-save", action="store_true",
+                   help="do not keep the result in the history (spectui history list shows kept probes)")
     m = p.add_argument_group("measurement")
     m.add_argument("--backend", choices=("auto", "nccl", "gloo"), default="auto",
                    help="torch.distributed backend (auto: nccl on GPUs)")
@@ -153,6 +157,8 @@ def run(args: argparse.Namespace) -> int:
         result, host = run_with_passphrase_prompt(
             target, lambda t: gather(t, profile, options_from_args(args)))
         report = build_report(result, profile, args, host)
+        if not args.no_save:
+            save_to_history(report["history_record"])
     except (SpectuiError, ProfileError, PredictionError, UsageError) as exc:
         if args.json:
             print(json.dumps({"schema": SCHEMA, "error": {"kind": type(exc).__name__,
@@ -163,6 +169,18 @@ def run(args: argparse.Namespace) -> int:
         return 1
     print(json.dumps(report, indent=2) if args.json else render_text(report))
     return 0
+
+
+def save_to_history(record: dict) -> str | None:
+    """Keep the probe's record in the history; says where on stderr (stdout stays the report)."""
+    try:
+        store = HistoryStore()
+        pid = store.save_probe(record)
+    except (OSError, sqlite3.Error, SpectuiError) as exc:
+        print(f"spectui: the probe result was not saved to the history: {exc}", file=sys.stderr)
+        return None
+    print(f"probe: saved as {pid} in the history ({store.path}); --no-save skips this", file=sys.stderr)
+    return pid
 
 
 # --- text ------------------------------------------------------------------------------------

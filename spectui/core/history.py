@@ -1,4 +1,4 @@
-"""Benchmark history: every run and comparison, kept in SQLite in the user's data folder.
+"""Benchmark history: every run, comparison and probe result, kept in SQLite in the user's data folder.
 
 ``<data>/history.sqlite3`` (``spectui.core.paths.user_data_dir()``, ``$SPECTUI_DATA_DIR`` in
 tests). A run is saved as soon as it ends, finished or not: its ``state`` says ``done``,
@@ -6,11 +6,19 @@ tests). A run is saved as soon as it ends, finished or not: its ``state`` says `
 profile's content (env values redacted) and hash, the launch argv (secret flags redacted),
 the preset, spectui's version, and every per-request record.
 
-Ids: runs are numbers (``12``), comparisons ``c`` and a number (``c3``).
+Probe results (``spectui probe``, ``p`` in the console) are kept too, as the JSON-ready records
+``spectui.core.probe.history_record`` builds (schema ``spectui.history.probe/1``): what was
+measured or modelled, how (backend, versions, hardware model), on which host and for which
+profile (name and content hash), and the L* it predicts.
+
+Ids: runs are numbers (``12``), comparisons ``c`` and a number (``c3``), probes ``p`` and a
+number (``p2``).
 """
 
 from __future__ import annotations
 
+import csv
+import io
 import json
 import sqlite3
 import time
@@ -57,7 +65,19 @@ CREATE TABLE IF NOT EXISTS comparisons (
     state TEXT NOT NULL,
     data TEXT NOT NULL
 );
+CREATE TABLE IF NOT EXISTS probes (
+    id INTEGER PRIMARY KEY AUTOINCREMENT,
+    host TEXT,
+    profile TEXT,
+    profile_hash TEXT,
+    measured_at REAL,
+    recorded_at REAL NOT NULL,
+    kind TEXT,
+    data TEXT NOT NULL
+);
+CREATE INDEX IF NOT EXISTS probes_by_profile ON probes (host, profile);
 """
+PROBE_KIND = "probe"  # the ``kind`` of a probe history record (spectui.core.probe.RECORD_KIND)
 EXPORT_FORMATS = ("md", "csv", "json")
 
 
@@ -70,7 +90,7 @@ class Entry:
     """A row of ``history list``."""
 
     id: str
-    kind: str  # run | comparison
+    kind: str  # run | comparison | probe
     when: float | None
     host: str
     what: str
@@ -183,14 +203,81 @@ class HistoryStore:
             rows = db.execute("SELECT id, data FROM comparisons ORDER BY id").fetchall()
         return [dict(json.loads(r["data"]), id=f"c{r['id']}") for r in rows]
 
+    # --- probes -----------------------------------------------------------------------------------
+    def save_probe(self, record: dict) -> str:
+        """Keep a probe record (``spectui.core.probe.history_record``); returns its id (``p2``).
+
+        The same record saved again (same host, profile and recording time: an import of an
+        export, say) updates the one kept instead of adding another.
+        """
+        if not isinstance(record, dict) or record.get("kind") != PROBE_KIND:
+            raise HistoryError("a probe history record has kind 'probe' (see spectui.core.probe.history_record)")
+        d = dict(record)
+        d.pop("id", None)
+        recorded = d.get("recorded_at")
+        if not isinstance(recorded, (int, float)):
+            recorded = d["recorded_at"] = time.time()
+        prov = d.get("provenance") or {}
+        values = (d.get("host"), d.get("profile"), d.get("profile_hash"), d.get("measured_at"), float(recorded),
+                  prov.get("kind"), _dumps(d))
+        with closing(self._connect()) as db, db:
+            row = db.execute("SELECT id FROM probes WHERE host IS ? AND profile IS ? AND recorded_at = ?",
+                             (d.get("host"), d.get("profile"), float(recorded))).fetchone()
+            if row is None:
+                cur = db.execute("INSERT INTO probes (host, profile, profile_hash, measured_at, recorded_at, kind, data)"
+                                 " VALUES (?,?,?,?,?,?,?)", values)
+                return f"p{int(cur.lastrowid)}"
+            db.execute("UPDATE probes SET host=?, profile=?, profile_hash=?, measured_at=?, recorded_at=?, kind=?, "
+                       "data=? WHERE id=?", values + (row["id"],))
+            return f"p{int(row['id'])}"
+
+    def probe(self, pid: str | int) -> dict:
+        n = str(pid).strip().lstrip("pP")
+        if not n.isdigit():
+            raise HistoryError(f"{pid!r} is not a probe id (p1, p2, ...)")
+        with closing(self._connect()) as db:
+            row = db.execute("SELECT id, data FROM probes WHERE id = ?", (int(n),)).fetchone()
+        if row is None:
+            raise HistoryError(f"there is no probe p{n} in the history ({self.path}); see 'spectui history list'")
+        return dict(json.loads(row["data"]), id=f"p{row['id']}")
+
+    def probes(self, host: str | None = None, profile: str | None = None) -> list[dict]:
+        """Probe records, oldest first; only ``host``'s and ``profile``'s when given."""
+        q, args = "SELECT id, data FROM probes", []
+        where = []
+        if host is not None:
+            where.append("host = ?")
+            args.append(host)
+        if profile is not None:
+            where.append("profile = ?")
+            args.append(profile)
+        if where:
+            q += " WHERE " + " AND ".join(where)
+        q += " ORDER BY COALESCE(measured_at, recorded_at), recorded_at, id"
+        with closing(self._connect()) as db:
+            rows = db.execute(q, args).fetchall()
+        return [dict(json.loads(r["data"]), id=f"p{r['id']}") for r in rows]
+
+    def latest_probe(self, host: str, profile: str, profile_hash: str | None = None) -> dict | None:
+        """The newest probe of ``profile`` on ``host``; with ``profile_hash``, only one made for that
+        exact profile content (a changed profile may verify a different number of tokens)."""
+        found = [p for p in self.probes(host, profile)
+                 if profile_hash is None or p.get("profile_hash") in (None, profile_hash)]
+        return found[-1] if found else None
+
     # --- reading ----------------------------------------------------------------------------------
     def get(self, ident: str) -> dict:
-        """A run (``12``) or a comparison (``c3``) by id."""
+        """A run (``12``) or a comparison (``c3``) by id (a probe, ``p2``: :meth:`probe`)."""
         s = str(ident).strip()
         if s[:1] in ("c", "C"):
             return self.comparison(s)
+        if s[:1] in ("p", "P") and s[1:].isdigit():
+            self.probe(s)  # a probe id that does not exist says so
+            raise HistoryError(f"{s} is a probe result: 'spectui history export {s}' prints it (Markdown, or "
+                               f"--format json)")
         if not s.isdigit():
-            raise HistoryError(f"{ident!r} is not a history id: runs are numbers (12), comparisons c and a number (c3)")
+            raise HistoryError(f"{ident!r} is not a history id: runs are numbers (12), comparisons c and a number "
+                               f"(c3), probes p and a number (p2)")
         return self.run(int(s))
 
     def entries(self, limit: int | None = None) -> list[Entry]:
@@ -220,6 +307,10 @@ class HistoryStore:
                 state = "done" if d.get("state") == "complete" else d.get("state") or "?"
                 out.append(Entry(f"c{r['id']}", "comparison", d.get("created_at"), d.get("host") or "?", what,
                                  state, f"{len(d.get('run_ids') or [])} runs, baseline {d.get('baseline')}"))
+            for r in db.execute("SELECT id, data FROM probes").fetchall():
+                d = json.loads(r["data"])
+                out.append(Entry(f"p{r['id']}", "probe", d.get("measured_at") or d.get("recorded_at"),
+                                 d.get("host") or "?", probe_what(d), probe_state(d), probe_detail(d)))
         out.sort(key=lambda e: (e.when or 0, e.kind, e.id))
         return out[-limit:] if limit else out
 
@@ -228,21 +319,27 @@ class HistoryStore:
         """Runs and comparisons in Markdown (pastes into an issue), CSV or JSON (``import_json`` reads it back)."""
         if fmt not in EXPORT_FORMATS:
             raise HistoryError(f"unknown export format {fmt!r}: choose md, csv or json")
-        items = [self.get(i) for i in ids] if ids else self.runs()
+        items = [self.probe(i) if _is_probe_id(i) else self.get(i) for i in ids] if ids else self.runs()
         comps = [i for i in items if i.get("kind") == "comparison"]
-        runs = [i for i in items if i.get("kind") != "comparison"]
+        probes = [i for i in items if i.get("kind") == PROBE_KIND]
+        runs = [i for i in items if i.get("kind") not in ("comparison", PROBE_KIND)]
         if fmt == "json":
-            return to_json({"kind": "spectui-history", "version": SCHEMA_VERSION, "runs": runs, "comparisons": comps})
+            return to_json({"kind": "spectui-history", "version": SCHEMA_VERSION, "runs": runs, "comparisons": comps,
+                            "probes": probes})
         if fmt == "csv":
-            if comps and runs:
-                raise HistoryError("CSV holds one kind of table: export runs and comparisons separately")
+            if sum(1 for kind in (runs, comps, probes) if kind) > 1:
+                raise HistoryError("CSV holds one kind of table: export runs, comparisons and probes separately")
             if comps:
                 parts = [comparison_csv(c) for c in comps]
                 return parts[0] + "".join(p.split("\n", 1)[1] for p in parts[1:])
+            if probes:
+                return render_probes(probes, "csv")
             return render_runs(runs, "csv")
         sections = [f"### Comparison {c['id']}\n\n" + render_comparison(c, "markdown") for c in comps]
         if runs:
             sections.append(render_runs(runs, "markdown"))
+        if probes:
+            sections.append("### Verify-cost probes\n\n" + render_probes(probes, "markdown"))
         return "\n".join(sections)
 
     def import_json(self, text: str, source: str = "<json>") -> list[str]:
@@ -253,6 +350,8 @@ class HistoryStore:
             raise HistoryError(f"{source}: not JSON ({exc.msg} at line {exc.lineno})") from None
         if isinstance(doc, dict) and doc.get("kind") == "comparison":
             doc = {"runs": [], "comparisons": [doc]}
+        if isinstance(doc, dict) and doc.get("kind") == PROBE_KIND:
+            doc = {"runs": [], "probes": [doc]}
         if not isinstance(doc, dict) or not isinstance(doc.get("runs", []), list):
             raise HistoryError(f"{source}: not a spectui history export (no 'runs' list)")
         ids = []
@@ -262,7 +361,110 @@ class HistoryStore:
             ids.append(str(self.save_run(r)))
         for c in doc.get("comparisons", []):
             ids.append(self.save_comparison(c, c.get("key")))
+        for p in doc.get("probes", []) or []:
+            if not isinstance(p, dict) or p.get("kind") != PROBE_KIND:
+                raise HistoryError(f"{source}: an entry of 'probes' is not a probe record (kind 'probe')")
+            ids.append(self.save_probe(p))
         return ids
 
     def import_results(self, results: list[RunResult]) -> list[str]:
         return [str(self.save_run(r)) for r in results]
+
+
+# ---------------------------------------------------------------------------------------------
+# Probe records, for lists and exports
+# ---------------------------------------------------------------------------------------------
+
+def _is_probe_id(ident: str) -> bool:
+    s = str(ident).strip()
+    return s[:1] in ("p", "P") and s[1:].isdigit()
+
+
+def probe_how(d: dict) -> str:
+    """How a probe's numbers were obtained, in a few words."""
+    prov = d.get("provenance") or {}
+    if prov.get("kind") == "sim-hardware-model":
+        return f"simulator's hardware model ({prov.get('preset') or '?'})"
+    bits = [f"measured, {prov.get('backend') or '?'} on {prov.get('device') or '?'}"]
+    if prov.get("world_size"):
+        bits.append(f"{prov['world_size']} ranks")
+    if prov.get("torch"):
+        bits.append(f"torch {prov['torch']}")
+    if prov.get("nccl"):
+        bits.append(f"NCCL {prov['nccl']}")
+    return ", ".join(bits)
+
+
+def probe_state(d: dict) -> str:
+    kind = (d.get("provenance") or {}).get("kind")
+    return {"measured": "measured", "sim-hardware-model": "modelled"}.get(kind, kind or "?")
+
+
+def probe_what(d: dict) -> str:
+    what = f"probe {d.get('profile') or '(no profile)'}"
+    if d.get("interconnect"):
+        what += f" on {d['interconnect']}"
+    return what
+
+
+def probe_detail(d: dict) -> str:
+    row = d.get("profile_l_star") or {}
+    if row.get("predicted") is not None:
+        text = f"L* {row['predicted']:.2f}"
+        if row.get("comm_only") is not None:
+            text += f" (comm-only {row['comm_only']:.2f})"
+        return text
+    if row.get("extra_comm_ms") is not None:
+        return f"+{row['extra_comm_ms']:.2f} ms all-reduce per verify step (no decode step time: no L*)"
+    return "no speculative settings: no L*"
+
+
+PROBE_FIELDS = ("id", "when", "host", "profile", "profile_hash", "how", "interconnect", "model", "world_size",
+                "decode_step_ms", "verify_tokens", "extra_comm_ms", "l_star_predicted", "l_star_comm_only",
+                "reachable")
+
+
+def probe_row(d: dict) -> dict:
+    row = d.get("profile_l_star") or {}
+    pred = d.get("prediction") or {}
+    return {
+        "id": d.get("id"), "when": _when(d.get("measured_at") or d.get("recorded_at")), "host": d.get("host"),
+        "profile": d.get("profile"), "profile_hash": d.get("profile_hash"), "how": probe_how(d),
+        "interconnect": d.get("interconnect"), "model": (d.get("model") or {}).get("model"),
+        "world_size": (d.get("allreduce") or {}).get("world_size"), "decode_step_ms": pred.get("decode_step_ms"),
+        "verify_tokens": row.get("draft_tokens"), "extra_comm_ms": row.get("extra_comm_ms"),
+        "l_star_predicted": row.get("predicted"), "l_star_comm_only": row.get("comm_only"),
+        "reachable": row.get("reachable"),
+    }
+
+
+def _when(ts: float | None) -> str:
+    return time.strftime("%Y-%m-%d %H:%M", time.localtime(ts)) if ts else "-"
+
+
+def render_probes(probes: list[dict], fmt: str = "markdown") -> str:
+    """Probe records as a Markdown table (with their provenance) or CSV."""
+    rows = [probe_row(p) for p in probes]
+    if fmt == "csv":
+        buf = io.StringIO()
+        w = csv.DictWriter(buf, fieldnames=list(PROBE_FIELDS), lineterminator="\n")
+        w.writeheader()
+        for r in rows:
+            w.writerow({k: "" if r.get(k) is None else r[k] for k in PROBE_FIELDS})
+        return buf.getvalue()
+
+    def num(v, nd):
+        return "-" if v is None else f"{v:.{nd}f}"
+
+    head = ["id", "when", "host", "profile", "GPUs", "how", "decode step ms", "verify tokens", "+all-reduce ms",
+            "L* predicted", "L* comm-only"]
+    lines = ["| " + " | ".join(head) + " |", "|" + "|".join("---" for _ in head) + "|"]
+    for r in rows:
+        cells = [r["id"] or "-", r["when"], r["host"] or "-", r["profile"] or "-", r["interconnect"] or "-", r["how"],
+                 num(r["decode_step_ms"], 2), "-" if r["verify_tokens"] is None else str(r["verify_tokens"]),
+                 num(r["extra_comm_ms"], 2), num(r["l_star_predicted"], 2), num(r["l_star_comm_only"], 2)]
+        lines.append("| " + " | ".join(str(c).replace("|", "\\|") for c in cells) + " |")
+    notes = ["- L* predicted: the accept length at which speculation breaks even, from the probe's all-reduce "
+             "latencies (and drafting and compute where known); L* comm-only: its lower bound from communication "
+             "alone (docs/probe.md)"]
+    return "\n".join(lines) + "\n\n" + "\n".join(notes) + "\n"

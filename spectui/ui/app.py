@@ -4,12 +4,13 @@ One long-lived connection worker owns the link (connect, dialogs on errors that 
 then the link reconnects on its own). A refresh timer (about 4 Hz, independent of the telemetry
 rate) builds one snapshot per panel when the link changed and hands it to the panels that are
 visible; panels redraw only when their snapshot differs. Actions (switch, stop, restart, demo
-traffic, quit) run as workers and report through notifications and the panels.
+traffic, quit) run as workers and report through notifications and the panels. Benchmarks,
+the probe and the source browser are in ``spectui/ui/actions/`` (mixins of the App: their
+workers live here too).
 """
 
 from __future__ import annotations
 
-import importlib
 import time
 from collections.abc import Iterable
 
@@ -32,6 +33,9 @@ from spectui.core.profiles import Profile, ProfileLibrary, load_profiles
 from spectui.core.servers import launch_command, profile_gpus
 from spectui.core.session import HostTarget
 from spectui.ui import derive, keys, snapshots
+from spectui.ui.actions.bench import BenchActions
+from spectui.ui.actions.probe import ProbeActions
+from spectui.ui.actions.source import SourceActions
 from spectui.ui.draw import Styles
 from spectui.ui.logbuffer import LogBuffer
 from spectui.ui.palette import ProfileCommands
@@ -49,7 +53,7 @@ TRAFFIC_CONCURRENCY = 2
 LIVE = snapshots.LIVE
 
 
-class SpectuiApp(App):
+class SpectuiApp(BenchActions, ProbeActions, SourceActions, App):
     CSS_PATH = "app.tcss"
     TITLE = "spectui"
     COMMANDS = App.COMMANDS | {ProfileCommands}
@@ -91,6 +95,9 @@ class SpectuiApp(App):
         self._quitting = False
         self._breakeven = snapshots.BreakEvenCache()
         self._log_poll_running = False
+        self.activities: dict[str, tuple[str, float]] = {}  # work the banner shows: a probe, a source fetch
+        self.init_bench()
+        self.init_probe()
 
     # --- setup ----------------------------------------------------------------------------------------------
     def get_default_screen(self) -> Screen:
@@ -199,7 +206,11 @@ class SpectuiApp(App):
         if not self._connected_seen:
             self._connecting_status(link.message if link.state is not LinkState.CLOSED else None)
             return
-        if link.connected and self.traffic_wanted and link.session is not self._traffic_session:
+        if link.connected:
+            self.watch_bench_events(link.session)
+            self.on_new_session(link.session)
+        if link.connected and self.traffic_wanted and link.session is not self._traffic_session \
+                and not self.bench_measuring():  # a benchmark gives the traffic back when it ends
             self._traffic_session = link.session
             self.set_traffic(True)
         if link.connected and not self.telemetry and link.session is not self._telemetry_session:
@@ -208,6 +219,7 @@ class SpectuiApp(App):
         screen = self.screen
         if isinstance(screen, LogScreen):
             screen.sync()
+        self.sync_bench()
         if not self.dashboard_visible():
             return
         key = (link.version, self._ui_version, int(time.monotonic()))
@@ -229,10 +241,13 @@ class SpectuiApp(App):
         switching = (link.switch.target if link.switch and link.switch.stage not in derive.FINAL
                      and link.switch.target not in self.switch_errors else None)
         views: dict[str, object] = {
-            "banner": snapshots.banner_view(link),
+            "banner": snapshots.banner_view(link, self.activity_text()),
             "header": snapshots.header_view(link, traffic=self.traffic_on if self.traffic_available else None,
-                                            busy=self.busy),
-            "profiles": snapshots.profiles_view(link, self.profiles, self.highlight, self.profile_errors, switching),
+                                            busy=None if self.bench_measuring() else self.busy,  # the banner says
+                                            interconnect=self.interconnect,
+                                            traffic_paused=self.bench_measuring() and self.traffic_wanted),
+            "profiles": snapshots.profiles_view(link, self.profiles, self.highlight, self.profile_errors, switching,
+                                                self.marked, self.compare_baseline()),
             "gpus": snapshots.gpu_view(link),
             "server": snapshots.server_view(link, name, profile, switch_result=self.switch_results.get(name or ""),
                                             switch_started=self.switch_started, stopped_name=self.switch_stopped,
@@ -241,7 +256,8 @@ class SpectuiApp(App):
         algorithms = {n: snapshots.profile_algorithm(link.servers.get(n), self.library.profiles.get(n), s.latest)
                       for n, s in link.series.items()}
         be, why = self._breakeven.explain(link, name, algorithms) if name else (None, "")
-        views["spec"] = snapshots.spec_view(link, name, profile, be, why)
+        predicted = snapshots.predicted_view(self.probes.get(name)) if name else None
+        views["spec"] = snapshots.spec_view(link, name, profile, be, why, predicted)
         views["throughput"] = snapshots.throughput_view(link, name)
         buf = self.logs.get(name) if name else None
         views["logtail"] = snapshots.log_tail_view(name, buf.tail(snapshots.LOG_TAIL) if buf and buf.offset is not None
@@ -297,6 +313,12 @@ class SpectuiApp(App):
     def focus(self) -> str | None:
         """The server the server, speculative, throughput and log panels follow."""
         return snapshots.focus_name(self.link, self.highlighted_name(), self.switch_errors)
+
+    def profile_algorithm_of(self, name: str) -> str | None:
+        link = self.link
+        series = link.series.get(name) if link else None
+        return snapshots.profile_algorithm(link.servers.get(name) if link else None, self.library.profiles.get(name),
+                                           series.latest if series else None)
 
     def profile_states(self) -> list[tuple[str, str]]:
         servers = self.link.servers if self.link is not None else {}
@@ -511,6 +533,10 @@ class SpectuiApp(App):
             self.notify("spectui sends no requests to a real host's servers unless asked (benchmarks).",
                         severity="warning")
             return
+        if self.bench_measuring():
+            self.notify("The demo traffic stays paused while the benchmark measures; it comes back when it ends.",
+                        severity="warning")
+            return
         self.traffic_wanted = not self.traffic_wanted
         self.set_traffic(self.traffic_wanted)
 
@@ -544,53 +570,6 @@ class SpectuiApp(App):
         self.push_screen(LogScreen(self.logs.setdefault(name, LogBuffer(name))))
         self.poll_logs()
 
-    def _feature_screen(self, module: str) -> Screen | None:
-        try:
-            mod = importlib.import_module(module)
-        except ImportError:
-            return None
-        make = getattr(mod, "make_screen", None)
-        return make(self) if make is not None else None
-
-    def open_source(self) -> None:
-        try:
-            module = importlib.import_module("spectui.ui.screens.source")
-        except ImportError:
-            module = None
-        if module is None or not (hasattr(module, "make_screen") or hasattr(module, "SourceScreen")):
-            self.notify("Coming soon: the source browser (f) will show SGLang's speculative decoding code as "
-                        "installed on this host, with search and jump to definition.", title="Source browser")
-            return
-        if self.link is None or not self.link.connected:
-            self.notify("Not connected: wait for the connection to come back.", severity="warning")
-            return
-        self._open_source(module)
-
-    @work(group="source", exclusive=True, exit_on_error=False)
-    async def _open_source(self, module) -> None:
-        profile = self.library.profiles.get(self.highlighted_name() or "")
-        if hasattr(module, "make_screen"):
-            self.push_screen(module.make_screen(self))
-            return
-        from spectui.core.source import open_browser
-
-        self.notify("Opening SGLang's source on the host…", timeout=3)
-        try:
-            python = profile.python if profile is not None and not self.target.simulated else None
-            browser = await open_browser(self.link.session, python=python)
-        except (SpectuiError, OSError) as exc:
-            self.notify(str(exc), title="Source browser", severity="error", timeout=15)
-            return
-        self.push_screen(module.SourceScreen(browser, profile=profile))
-
-    def open_bench(self) -> None:
-        screen = self._feature_screen("spectui.ui.screens.bench")
-        if screen is None:
-            self.notify("Coming soon: benchmarks (b) will run sglang's serving benchmark against the ready server "
-                        "and compare runs across profiles.", title="Benchmarks")
-            return
-        self.push_screen(screen)
-
     # --- palette --------------------------------------------------------------------------------------------------------------------------
     def get_system_commands(self, screen: Screen) -> Iterable[SystemCommand]:
         yield from super().get_system_commands(screen)
@@ -603,7 +582,8 @@ class SpectuiApp(App):
             if name == "traffic" and not self.traffic_available:
                 continue
             key = " / ".join(self.get_key_display(type(b)(k, b.action, b.description)) for k in keys.key_names(b))
-            yield SystemCommand(b.description, escape(f"{b.tooltip} (key: {key})"), self._palette_action(b.action))
+            yield SystemCommand(keys.palette_title(b), escape(f"{b.tooltip} (key: {key})"),
+                                self._palette_action(b.action))
 
     def action_command_palette(self) -> None:
         # Not while connecting or refusing a changed host key: nothing there to command.
@@ -633,6 +613,7 @@ class SpectuiApp(App):
         try:
             if link is not None and link.connected:
                 if self.demo and not self.keep:
+                    await self.stop_bench_for_quit()  # what it measured is saved before the servers go
                     self.busy = "stopping the demo servers"
                     self.refresh_now()
                     self.notify("Stopping the simulated servers…", timeout=30)
@@ -656,6 +637,11 @@ class SpectuiApp(App):
                                    f"`spectui servers stop --host {link.target.label}` stops them."))
                     else:
                         note = f"spectui: no server is running on {where}."
+                    job = self.bench_job
+                    if job is not None and job.active and job.run_id:
+                        note += (f" The benchmark run {job.run_id} goes on there; `spectui bench --collect "
+                                 f"{'--demo' if self.demo else '--host ' + link.target.label}` saves it "
+                                 f"when it ends.")
             elif self.demo and not self.keep and link is not None and link.servers:
                 note = ("spectui demo: not connected, so the simulated servers could not be stopped; "
                         "`spectui servers stop --demo` stops them.")

@@ -21,8 +21,17 @@ DASHBOARD = [
     Binding("r", "restart", "Restart", tooltip="Restart the server shown in the server panel (asks first)"),
     Binding("l", "logs", "Logs", tooltip="Open the full log: search, wrap, follow, save"),
     Binding("slash", "filter", "Filter", show=False, tooltip="Filter the log tail (escape clears)"),
-    Binding("f", "source", "Source", tooltip="Browse SGLang's speculative decoding source"),
-    Binding("b", "bench", "Bench", tooltip="Benchmark the running server"),
+    Binding("f", "source", "Source", tooltip="Browse SGLang's speculative decoding source (the demo offers to "
+                                             "fetch the published wheel)"),
+    Binding("space", "mark", "Mark", show=False, tooltip="Mark or unmark the highlighted profile for a comparison (B)"),
+    Binding("b", "bench", "Bench", tooltip="Benchmark the ready server with a preset (pick one; saved to history); "
+                                           "while one runs: its progress"),
+    Binding("B", "compare", "Compare", tooltip="Compare the marked profiles with a preset (baseline: the first "
+                                               "without speculation, else the first marked)"),
+    Binding("v", "results", "Results", show=False, tooltip="The benchmark screen: the one running, or the last "
+                                                            "results"),
+    Binding("p", "probe", "Probe", tooltip="Run the verify-cost probe for the highlighted profile: its predicted "
+                                           "break-even L* (saved to history)"),
     Binding("t", "traffic", "Traffic", tooltip="Demo only: toggle the light background load"),
     Binding("question_mark", "help", "Help", tooltip="Show every key"),
     Binding("q", "quit_console", "Quit", tooltip="Quit (servers on a real host keep running; the demo stops its own)"),
@@ -38,6 +47,28 @@ LOGS = [
     Binding("escape,q", "close", "Back", tooltip="Back to the dashboard"),
 ]
 
+BENCH = [
+    Binding("c", "cancel_bench", "Stop", tooltip="Stop the benchmark (asks; what it measured is saved, marked "
+                                                 "interrupted)"),
+    Binding("e", "export", "Export", tooltip="Export the results as Markdown to a file (says where)"),
+    Binding("escape,q", "close", "Back", tooltip="Back to the dashboard (a benchmark goes on; v comes back)"),
+]
+
+SOURCE = [
+    Binding("slash", "search", "Search", tooltip="Search the package with a regular expression (run on the host)"),
+    Binding("g", "definition", "Definition", tooltip="Go to the definition of the name under the cursor"),
+    Binding("d", "ask_definition", "Go to name", tooltip="Type a class, function or --flag name and go to it"),
+    Binding("n", "next_hit(1)", "Next hit", tooltip="Jump to the next search hit"),
+    Binding("N", "next_hit(-1)", "Previous hit", show=False, tooltip="Jump to the previous search hit"),
+    Binding("a", "algorithms", "Algorithms", tooltip="The speculative algorithms and their worker modules"),
+    Binding("p", "flags", "Flags", tooltip="The profile's speculative-* flags, where they are defined"),
+    Binding("t", "focus_tree", "Tree", show=False, tooltip="Focus the file tree"),
+    Binding("v", "focus_view", "View", show=False, tooltip="Focus the file view"),
+    Binding("escape,q", "close", "Back", tooltip="Back to the dashboard"),
+]
+
+PICKER = [Binding("escape", "cancel", "Cancel", tooltip="Close without choosing")]
+
 CLOSE = [Binding("escape,q,question_mark", "close", "Close", tooltip="Close this screen")]
 
 CONFIRM = [
@@ -49,11 +80,20 @@ PALETTE_KEY = "ctrl+p"
 PALETTE_HELP = "Command palette: Switch to / Stop for each profile, and every key above"
 
 # Groups shown by the help screen, in order.
-HELP_GROUPS = (("Dashboard", DASHBOARD), ("Log screen", LOGS))
+HELP_GROUPS = (("Dashboard", DASHBOARD), ("Log screen", LOGS), ("Benchmark screen", BENCH),
+               ("Source screen", SOURCE))
 
 # Actions that make sense as palette commands (digits and movement do not).
-PALETTE_ACTIONS = ("switch", "stop", "restart", "logs", "filter", "source", "bench", "traffic", "help", "quit_console")
+PALETTE_ACTIONS = ("switch", "stop", "restart", "logs", "filter", "source", "bench", "compare", "results", "probe",
+                   "traffic", "help", "quit_console")
+# A palette title where the footer's short label would not say enough.
+PALETTE_TITLES = {"probe": "Run verify-cost probe", "bench": "Benchmark the ready server",
+                  "compare": "Compare the marked profiles", "results": "Benchmark results"}
 
 
 def key_names(binding: Binding) -> list[str]:
     return [k.strip() for k in binding.key.split(",") if k.strip()]
+
+
+def palette_title(binding: Binding) -> str:
+    return PALETTE_TITLES.get(binding.action.split("(")[0], binding.description)

@@ -22,6 +22,7 @@ from spectui.ui.views import (
     GpuView,
     HeaderView,
     LogTailView,
+    PredictedLStar,
     ProfileRow,
     ProfilesView,
     ServerView,
@@ -70,7 +71,8 @@ def profile_algorithm(record: dict | None, profile: Profile | None, frame: Serve
 
 
 # --- header and banner ------------------------------------------------------------------------------------
-def header_view(link: HostLink, *, traffic: bool | None, busy: str | None) -> HeaderView:
+def header_view(link: HostLink, *, traffic: bool | None, busy: str | None, interconnect: str | None = None,
+                traffic_paused: bool = False) -> HeaderView:
     facts = link.facts or {}
     frame = link.gpu
     gpus = frame.gpus if frame is not None and frame.gpus else ()
@@ -91,10 +93,11 @@ def header_view(link: HostLink, *, traffic: bool | None, busy: str | None) -> He
         host = f"{host} ({hostname})"
     rtt = None if link.rtt_ms is None else round(link.rtt_ms, 1)
     return HeaderView(host, link.target.kind, bool(facts.get("simulated", link.target.simulated)), model, count,
-                      sglang, link.state.value, rtt, traffic, busy)
+                      sglang, link.state.value, rtt, traffic, busy, interconnect, traffic_paused)
 
 
-def banner_view(link: HostLink) -> BannerView:
+def banner_view(link: HostLink, activity: str | None = None) -> BannerView:
+    """The connection's trouble first; else work going on (``activity``: a benchmark, a probe, a fetch)."""
     if link.state is LinkState.RECONNECTING:
         wait = link.reconnect_in_s()
         reason = (link.message or f"Disconnected from {link.target.label}").strip()
@@ -102,12 +105,14 @@ def banner_view(link: HostLink) -> BannerView:
             reason += "."
         when = f"reconnecting in {math.ceil(wait)} s" if wait is not None and wait > 0 else "reconnecting now"
         return BannerView(f"{reason} {when[0].upper()}{when[1:]} · the values shown are stale")
+    if activity:
+        return BannerView(activity, "info")
     return BannerView(None)
 
 
 # --- profiles ------------------------------------------------------------------------------------------------
 def profiles_view(link: HostLink | None, profiles: Sequence[Profile], highlight: int, errors: Sequence[str],
-                  switching: str | None) -> ProfilesView:
+                  switching: str | None, marked: Sequence[str] = (), baseline: str | None = None) -> ProfilesView:
     rows = []
     servers = link.servers if link is not None else {}
     for i, p in enumerate(profiles):
@@ -117,8 +122,9 @@ def profiles_view(link: HostLink | None, profiles: Sequence[Profile], highlight:
         if rec and state == "loading" and isinstance(rec.get("progress"), dict):
             pct = rec["progress"].get("percent")
         rows.append(ProfileRow(i + 1, p.name, p.algorithm, settings_text(p.speculative_settings()), state, pct,
-                               p.description, p.model))
-    return ProfilesView(tuple(rows), highlight, switching, tuple(errors))
+                               p.description, p.model, p.name in marked))
+    return ProfilesView(tuple(rows), highlight, switching, tuple(errors), tuple(marked),
+                        baseline if marked else None)
 
 
 # --- GPUs -------------------------------------------------------------------------------------------------------
@@ -284,8 +290,31 @@ class BreakEvenCache:
         return derive.break_even(bases[0], (name, mine[1])), ""
 
 
+def predicted_view(record: dict | None) -> PredictedLStar | None:
+    """The predicted L* of a probe history record (``spectui.core.probe.history_record``), for the panel."""
+    if not record:
+        return None
+    row = record.get("profile_l_star")
+    if not row:
+        return None
+    prov = record.get("provenance") or {}
+    if prov.get("kind") == "sim-hardware-model":
+        how = f"simulator's hardware model ({prov.get('preset') or '?'})"
+    else:
+        how = f"measured, {prov.get('backend') or '?'} on {prov.get('device') or '?'}"
+        if prov.get("world_size"):
+            how += f", {prov['world_size']} ranks"
+    note = None
+    if row.get("predicted") is None:
+        extra = row.get("extra_comm_ms")
+        note = ("needs the plain decode step time (run a plain profile at one request)" if extra is None else
+                f"+{extra:.2f} ms all-reduce per verify step; L* needs the plain decode step time")
+    return PredictedLStar(row.get("predicted"), row.get("comm_only"), record.get("id"), how, row.get("reachable"),
+                          row.get("max_accept"), note)
+
+
 def spec_view(link: HostLink, name: str | None, profile: Profile | None, breakeven: BreakEven | None,
-              breakeven_note: str = "") -> SpecView:
+              breakeven_note: str = "", predicted: PredictedLStar | None = None) -> SpecView:
     if name is None:
         return SpecView(None)
     rec = link.servers.get(name)
@@ -297,7 +326,8 @@ def spec_view(link: HostLink, name: str | None, profile: Profile | None, breakev
     if frame is None:
         state = (rec or {}).get("state", "stopped")
         msg = "no data: waiting for server telemetry" if state == "ready" else f"no data ({name} is {state})"
-        return SpecView(name, algo, settings, message=msg, stale=not link.connected)
+        return SpecView(name, algo, settings, message=msg, stale=not link.connected,
+                        predicted=predicted if algo else None)
     stale = _frame_stale(link, frame)
     if not algo:
         return SpecView(name, None, "", message="no speculative decoding: accept length is 1 by definition",
@@ -309,7 +339,8 @@ def spec_view(link: HostLink, name: str | None, profile: Profile | None, breakev
         hi = max(hi or 0.0, max(seen))
     return SpecView(name, algo, settings, value(frame.accept_length), value(frame.cumulative_accept_length),
                     tuple(value(r) for r in frame.accept_rates), pts, hi, breakeven, stale,
-                    breakeven_note=breakeven_note or "L* (break-even): needs a baseline run here")
+                    breakeven_note=breakeven_note or "L* (break-even): needs a baseline run here",
+                    predicted=predicted)
 
 
 def _pct(d: dict | None) -> tuple[float | None, float | None] | None:

@@ -32,12 +32,14 @@ class HeaderView:
     rtt_ms: float | None
     traffic: bool | None = None    # None: no demo traffic on this host
     busy: str | None = None
+    interconnect: str | None = None  # "8x H100 80GB HBM3, NVLink (18 links), NVSwitch", from the host's topology
+    traffic_paused: bool = False   # the demo traffic is paused while a benchmark measures
 
 
 @dataclass(frozen=True)
 class BannerView:
     text: str | None
-    level: str = "warning"         # warning | error | info
+    level: str = "warning"         # warning | error | info (work going on: a benchmark, a probe, a fetch)
 
 
 @dataclass(frozen=True)
@@ -50,6 +52,7 @@ class ProfileRow:
     percent: float | None = None
     description: str = ""
     model: str = ""
+    marked: bool = False           # marked (space) for a comparison (B)
 
 
 @dataclass(frozen=True)
@@ -58,6 +61,8 @@ class ProfilesView:
     highlight: int
     switching: str | None = None
     errors: tuple[str, ...] = ()
+    compare: tuple[str, ...] = ()  # the marked profiles in the order B compares them
+    baseline: str | None = None    # which of them B takes as the baseline
 
 
 @dataclass(frozen=True)
@@ -124,6 +129,19 @@ class BreakEven:
 
 
 @dataclass(frozen=True)
+class PredictedLStar:
+    """L* as the verify-cost probe predicts it for this profile (``spectui probe``, ``p``)."""
+
+    value: float | None            # with drafting and extra compute where known
+    comm_only: float | None        # the communication-only lower bound
+    probe_id: str | None           # the history id (p3)
+    how: str                       # "simulator's hardware model (pcie-8gpu)" | "measured, nccl on cuda, 8 ranks"
+    reachable: bool | None = None
+    max_accept: int | None = None
+    note: str | None = None        # why there is no value (no decode step time)
+
+
+@dataclass(frozen=True)
 class SpecView:
     name: str | None
     algorithm: str | None = None
@@ -137,6 +155,7 @@ class SpecView:
     stale: bool = False
     message: str | None = None
     breakeven_note: str = ""
+    predicted: PredictedLStar | None = None
 
 
 @dataclass(frozen=True)

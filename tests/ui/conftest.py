@@ -23,6 +23,7 @@ def ui_env(tmp_path, monkeypatch):
     state.mkdir()
     monkeypatch.setenv("SPECTUI_PROFILES_PATH", str(profiles))
     monkeypatch.setenv("SPECTUI_CONFIG_DIR", str(tmp_path / "config"))
+    monkeypatch.setenv("SPECTUI_DATA_DIR", str(tmp_path / "data"))  # the history: never the user's
     monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))
     monkeypatch.setenv("SPECTUI_DEMO_STATE", str(state))
     ports = {

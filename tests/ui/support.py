@@ -23,6 +23,29 @@ def write_profile(folder: Path, name: str, *, gpus=(0, 1), port: int | None = No
     return port
 
 
+def write_kimi_profile(folder: Path, name: str, *, speculative: str | None = None, port: int | None = None,
+                       load_time: float = 0.5) -> int:
+    """A Kimi-K2.5 profile on the simulated pcie-8gpu host (the probe knows its sizes): plain or EAGLE-3."""
+    port = port or free_port()
+    args = "  tp-size: 8\n"
+    if speculative == "EAGLE3":
+        args += ("  speculative-algorithm: EAGLE3\n  speculative-draft-model-path: lightseekorg/kimi-k2.5-eagle3\n"
+                 "  speculative-num-steps: 3\n  speculative-eagle-topk: 1\n  speculative-num-draft-tokens: 4\n")
+    (folder / f"{name}.yaml").write_text(
+        f"name: {name}\nmodel: moonshotai/Kimi-K2.5\nport: {port}\ngpus: [0, 1, 2, 3, 4, 5, 6, 7]\n"
+        f"args:\n{args}sim:\n  hardware: pcie-8gpu\n  load-time: {load_time}\n")
+    return port
+
+
+def write_preset(folder: Path, name: str, **fields) -> Path:
+    """A benchmark preset; ``fields`` use YAML names with _ for - (num_prompts -> num-prompts)."""
+    folder.mkdir(parents=True, exist_ok=True)
+    lines = [f"name: {name}"] + [f"{k.replace('_', '-')}: {json.dumps(v)}" for k, v in fields.items()]
+    path = folder / f"{name}.yaml"
+    path.write_text("\n".join(lines) + "\n")
+    return path
+
+
 EAGLE = {"speculative-algorithm": "EAGLE3", "speculative-draft-model-path": "sim/drafter",
          "speculative-num-steps": 3, "speculative-eagle-topk": 1, "speculative-num-draft-tokens": 4}
 

@@ -7,7 +7,9 @@ profile, :func:`start_run` for each run) and reports every step to a callback as
 history keeps and ``table`` prints): per profile and concurrency the median output tok/s
 and its spread, the speedup against the baseline (``noise`` when inside the spread), accept
 length and rate, TTFT and ITL, step time and the break-even accept length L*, and a verdict
-sentence saying why speculation won or lost.
+sentence saying why speculation won or lost. :func:`attach_predicted_l_star` sets beside the
+measured L* the one the verify-cost probe predicts, when the history holds a probe of the profile
+on the host.
 """
 
 from __future__ import annotations
@@ -33,6 +35,7 @@ from spectui.core.bench.runs import (
 )
 from spectui.core.bench.stats import break_even, is_noise, median, run_stats, spread, step_ms
 from spectui.core.errors import AgentCallError, Disconnected, SpectuiError
+from spectui.core.probe.predict import break_even as probe_break_even
 from spectui.core.profiles import Profile
 from spectui.core.servers import ServerControl
 from spectui.core.session import Session
@@ -172,6 +175,44 @@ def build_comparison(results: list[RunResult], *, profiles: list[str], baseline:
     return comp
 
 
+def attach_predicted_l_star(comp: dict, store) -> dict:
+    """Beside each speculative profile's measured L*, the L* its latest verify-cost probe on this host
+    predicts (``row["predicted_l_star"]``), when the history holds one made for the same profile content
+    and the comparison measured concurrency 1 (the probe's figures are for one request).
+
+    A probe made without the plain decode step time has no L* of its own; its extra all-reduce,
+    compute and drafting per verify step are then set against this comparison's measured baseline
+    decode step (concurrency 1).
+    """
+    latest = getattr(store, "latest_probe", None)
+    if latest is None or 1 not in [int(c) for c in comp.get("concurrencies") or []]:
+        return comp  # the probe predicts one request's step: nothing to set beside other loads
+    base = next((row for row in comp["profiles"] if row["name"] == comp["baseline"]), None)
+    bcell = (base or {}).get("cells", {}).get("1") or {}
+    base_step = bcell.get("step_ms") if not bcell.get("speculative") else None
+    for row in comp["profiles"]:
+        if row["name"] == comp["baseline"] or not row.get("speculative"):
+            continue
+        rec = latest(comp.get("host"), row["name"], profile_hash=row.get("hash"))
+        if rec is None:
+            continue
+        pl = rec.get("profile_l_star") or {}
+        value, comm_only, step_from = pl.get("predicted"), pl.get("comm_only"), "probe"
+        if value is None and pl.get("extra_comm_ms") is not None and base_step:
+            extra = max(0.0, float(pl["extra_comm_ms"]))
+            comm_only = probe_break_even(base_step, extra)
+            value = probe_break_even(base_step, extra, float(pl.get("extra_compute_ms") or 0.0),
+                                     float(pl.get("drafting_ms") or 0.0))
+            step_from = "baseline"
+        if value is None:
+            continue
+        prov = rec.get("provenance") or {}
+        row["predicted_l_star"] = {"value": value, "comm_only": comm_only, "probe_id": rec.get("id"),
+                                   "kind": prov.get("kind"), "preset": prov.get("preset"),
+                                   "measured_at": rec.get("measured_at"), "decode_step_from": step_from}
+    return comp
+
+
 def _f(x: float | None, nd: int = 2) -> str:
     return "?" if x is None else f"{x:.{nd}f}"
 
@@ -277,6 +318,7 @@ async def run_comparison(session: Session, profiles: list[Profile], preset: Pres
                                 gpus=prov.get("gpus"), sglang_version=_version(results, prov), engine=engine,
                                 failures=failures, profile_meta=meta, state=state, reason=reason)
         if store is not None:
+            attach_predicted_l_star(comp, store)
             comp["id"] = store.save_comparison(comp, key)
         return comp
 

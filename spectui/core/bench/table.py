@@ -101,19 +101,33 @@ def _step(cell: dict) -> str:
 
 COLUMNS = ("profile", "out tok/s", "speedup", "accept len", "accept rate", "TTFT p50/p99 ms", "ITL p50/p99 ms",
            "step ms", "L*")
+PREDICTED_COLUMN = "pred. L*"
+
+
+def _has_predicted(comp: dict) -> bool:
+    return any(row.get("predicted_l_star") for row in comp["profiles"])
+
+
+def _predicted(row: dict) -> str:
+    p = row.get("predicted_l_star") or {}
+    return _num(p.get("value"), 2)
 
 
 def _rows_single(comp: dict) -> list[list[str]]:
     c = str(comp["concurrencies"][0])
+    predicted = _has_predicted(comp)
     rows = []
     for row in comp["profiles"]:
         cell = row["cells"].get(c)
         if row.get("failed") or not cell:
-            rows.append([row["name"], "failed" if row.get("failed") else "-"] + ["-"] * (len(COLUMNS) - 2))
-            continue
-        rows.append([row["name"], _tok(cell), _speedup(cell, row["name"] == comp["baseline"]), _accept(cell),
-                     _rate(cell), _pair(cell.get("ttft_ms")), _pair(cell.get("itl_ms")), _step(cell),
-                     _num(cell.get("l_star"), 2)])
+            line = [row["name"], "failed" if row.get("failed") else "-"] + ["-"] * (len(COLUMNS) - 2)
+        else:
+            line = [row["name"], _tok(cell), _speedup(cell, row["name"] == comp["baseline"]), _accept(cell),
+                    _rate(cell), _pair(cell.get("ttft_ms")), _pair(cell.get("itl_ms")), _step(cell),
+                    _num(cell.get("l_star"), 2)]
+        if predicted:
+            line.append(_predicted(row))
+        rows.append(line)
     return rows
 
 
@@ -135,7 +149,11 @@ def _rows_sweep(comp: dict) -> tuple[list[str], list[list[str]]]:
                 length = acc.get("per_request") if acc.get("per_request") is not None else acc.get("metrics")
                 text += f" L {_num(length, 2)}/L* {_num(cell['l_star'], 2)}"
             line.append(text)
+        if _has_predicted(comp):
+            line.append(_predicted(row))
         rows.append(line)
+    if _has_predicted(comp):
+        header.append(PREDICTED_COLUMN)
     return header, rows
 
 
@@ -197,6 +215,18 @@ def _notes(comp: dict) -> list[str]:
         notes.append("each cell: median output tok/s, speedup against the baseline (~ = within the run-to-run "
                      "spread), and for speculation the accept length against L*, the accept length needed to "
                      "break even")
+    sources = []
+    for row in comp["profiles"]:
+        p = row.get("predicted_l_star")
+        if not p:
+            continue
+        how = (f"the simulator's hardware model ({p['preset']})" if p.get("kind") == "sim-hardware-model"
+               else "all-reduce measured on this host")
+        step = "" if p.get("decode_step_from") != "baseline" else ", with this comparison's baseline decode step"
+        sources.append(f"{row['name']} from probe {p.get('probe_id') or '?'} ({how}{step})")
+    if sources:
+        notes.append("pred. L*: the break-even accept length the verify-cost probe predicts at one request: "
+                     + "; ".join(sources))
     errors = sum(cell.get("errors") or 0 for row in comp["profiles"] for cell in row["cells"].values())
     if errors:
         notes.append(f"{errors} request(s) failed; failed requests are not in the figures")
@@ -211,6 +241,8 @@ def render_comparison(comp: dict, fmt: str = "text") -> str:
         return comparison_csv(comp)
     single = len(comp["concurrencies"]) == 1
     header, rows = (list(COLUMNS), _rows_single(comp)) if single else _rows_sweep(comp)
+    if single and _has_predicted(comp):
+        header.append(PREDICTED_COLUMN)
     if fmt == "markdown":
         out = ["**" + _title(comp)[0] + "**", "", *(_title(comp)[1:]), "", _md_table(header, rows), ""]
         out += [f"- {v}" for v in comp.get("verdicts") or []]
@@ -227,7 +259,7 @@ def render_comparison(comp: dict, fmt: str = "text") -> str:
 CSV_FIELDS = ("profile", "concurrency", "baseline", "runs", "out_tok_s_median", "out_tok_s_min", "out_tok_s_max",
               "spread", "speedup", "noise", "accept_length_per_request", "accept_length_metrics", "accept_rate",
               "accept_rate_formula", "ttft_p50_ms", "ttft_p99_ms", "itl_p50_ms", "itl_p99_ms", "step_ms", "step_kind",
-              "l_star", "errors", "interrupted_runs")
+              "l_star", "errors", "interrupted_runs", "predicted_l_star")
 
 
 def comparison_rows(comp: dict) -> list[dict]:
@@ -250,6 +282,7 @@ def comparison_rows(comp: dict) -> list[dict]:
                 "ttft_p99_ms": cell["ttft_ms"]["p99"], "itl_p50_ms": cell["itl_ms"]["p50"],
                 "itl_p99_ms": cell["itl_ms"]["p99"], "step_ms": cell.get("step_ms"), "step_kind": cell.get("step_kind"),
                 "l_star": cell.get("l_star"), "errors": cell.get("errors"), "interrupted_runs": cell.get("interrupted"),
+                "predicted_l_star": (row.get("predicted_l_star") or {}).get("value") if str(c) == "1" else None,
             })
     return out
 

@@ -1,4 +1,4 @@
-"""Confirmation before anything that stops a server, showing what will run."""
+"""Confirmation before anything that stops a server or fetches something, showing what will run."""
 
 from __future__ import annotations
 
@@ -13,12 +13,14 @@ from spectui.ui import keys
 class ConfirmScreen(ModalScreen[bool]):
     BINDINGS = keys.CONFIRM
 
-    def __init__(self, title: str, lines: list[str], command: str | None = None, *, yes: str = "Yes") -> None:
+    def __init__(self, title: str, lines: list[str], command: str | None = None, *, yes: str = "Yes",
+                 where: str = "on the host") -> None:
         super().__init__(id="confirm")
         self.title_text = title
         self.lines = lines
         self.command = command
         self.yes = yes
+        self.where = where
 
     def compose(self) -> ComposeResult:
         with Vertical(classes="dialog"):
@@ -26,7 +28,7 @@ class ConfirmScreen(ModalScreen[bool]):
             for line in self.lines:
                 yield Static(line, markup=False)
             if self.command:
-                yield Static("This command will run on the host:", classes="dim")
+                yield Static(f"This command will run {self.where}:", classes="dim")
                 yield Static(self.command, id="confirm-command", classes="command", markup=False)
             with Horizontal(classes="buttons"):
                 yield Button(f"{self.yes} (y)", id="yes", variant="warning")

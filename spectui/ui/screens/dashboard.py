@@ -95,8 +95,20 @@ class DashboardScreen(Screen):
     def action_source(self) -> None:
         self.app.open_source()
 
+    def action_mark(self) -> None:
+        self.app.toggle_mark()
+
     def action_bench(self) -> None:
-        self.app.open_bench()
+        self.app.request_bench()
+
+    def action_compare(self) -> None:
+        self.app.request_compare()
+
+    def action_results(self) -> None:
+        self.app.open_bench_screen()
+
+    def action_probe(self) -> None:
+        self.app.request_probe()
 
     def action_traffic(self) -> None:
         self.app.toggle_traffic()

@@ -14,31 +14,20 @@ from __future__ import annotations
 from rich.text import Text
 from textual import on, work
 from textual.app import ComposeResult
-from textual.binding import Binding
 from textual.containers import Horizontal, Vertical
 from textual.screen import Screen
 from textual.widgets import Footer, Input, OptionList, Static, TabbedContent, TabPane
 from textual.widgets.option_list import Option
 
 from spectui.core.errors import SpectuiError
+from spectui.ui import keys
 from spectui.ui.widgets.source_tree import FileChosen, FolderRequested, SourceTree
 from spectui.ui.widgets.source_view import MorePageRequested, SourceView
 
 PAGE = 2000
 RESULT_CAP = 1000
 
-BINDINGS = [
-    Binding("slash", "search", "Search", tooltip="Search the package with a regular expression (run on the host)"),
-    Binding("g", "definition", "Definition", tooltip="Go to the definition of the name under the cursor"),
-    Binding("d", "ask_definition", "Go to name", tooltip="Type a class, function or --flag name and go to it"),
-    Binding("n", "next_hit(1)", "Next hit", tooltip="Jump to the next search hit"),
-    Binding("N", "next_hit(-1)", "Previous hit", show=False, tooltip="Jump to the previous search hit"),
-    Binding("a", "algorithms", "Algorithms", tooltip="The speculative algorithms and their worker modules"),
-    Binding("p", "flags", "Flags", tooltip="The profile's speculative-* flags, where they are defined"),
-    Binding("t", "focus_tree", "Tree", show=False, tooltip="Focus the file tree"),
-    Binding("v", "focus_view", "View", show=False, tooltip="Focus the file view"),
-    Binding("escape,q", "close", "Back", tooltip="Back to the dashboard"),
-]
+BINDINGS = keys.SOURCE  # declared once, with every other key of the console
 
 
 class SourceScreen(Screen):

@@ -1,4 +1,5 @@
-"""The header row (host, GPUs, SGLang, connection, latency, demo traffic) and the banner row."""
+"""The header row (host, GPUs and their interconnect, SGLang, connection, latency, demo traffic, what
+blocks the keys) and the banner row (a lost connection, else work going on)."""
 
 from __future__ import annotations
 
@@ -9,50 +10,95 @@ from spectui.ui.widgets.base import LinePanel
 STATE_MARK = {"connected": "●", "connecting": "◌", "reconnecting": "◌", "closed": "○"}
 
 
+def _gpus(view: HeaderView, st: Styles, *, interconnect: bool) -> list[tuple[str, object]] | None:
+    if interconnect and view.interconnect:
+        return [(view.interconnect, st.text)]
+    if view.gpu_count:
+        model = (view.gpu_model or "GPU").replace("NVIDIA ", "")
+        return [(f"{view.gpu_count}× {model}", st.text)]
+    if view.link_state == "connected":
+        return [("no GPUs seen", st.dim)]
+    return None
+
+
+def header_row(view: HeaderView | None, st: Styles, *, rtt: bool = True, simulated: str = " (simulated)",
+               interconnect: bool = True, traffic: bool = True, state_word: bool = True) -> Row:
+    row = Row(" spectui ", st.title)
+    if view is None:
+        return row
+    sep = (" │ ", st.dim)
+    row.add(*sep).add(view.host, st.bold)
+    gpus = _gpus(view, st, interconnect=interconnect)
+    if gpus:
+        row.add(*sep)
+        for text, style in gpus:
+            row.add(text, style)
+    row.add(*sep)
+    if view.sglang:
+        row.add(f"SGLang {view.sglang}", st.text)
+    else:
+        row.add("SGLang ?", st.dim)
+    if view.simulated and simulated:
+        row.add(simulated, st.dim)
+    row.add(*sep)
+    style = {"connected": st.ok, "reconnecting": st.warn, "closed": st.dim}.get(view.link_state, st.info)
+    if state_word or view.link_state != "connected":
+        row.add(f"{STATE_MARK.get(view.link_state, '?')} {view.link_state}", style)
+    else:
+        row.add(STATE_MARK["connected"], style)  # the green mark says it
+    if rtt and view.rtt_ms is not None and view.link_state == "connected":
+        row.add(f" {view.rtt_ms:.1f} ms", st.dim)
+    if traffic and view.traffic is not None:
+        if view.traffic_paused:
+            row.add(*sep).add("traffic paused", st.warn)
+        else:
+            row.add(*sep).add("traffic on" if view.traffic else "traffic off", st.accent if view.traffic else st.dim)
+    if view.busy:
+        row.add(*sep).add(view.busy, st.warn)
+    return row
+
+
+# What gives way first when the row does not fit: the round trip, "(simulated)", the word
+# "connected" (its green mark stays), then the interconnect (the GPU count and model stay), then
+# the traffic mark. What is busy stays.
+_LEAN = {"rtt": False, "simulated": " (sim)", "state_word": False}
+SHORTER = (
+    {},
+    {"rtt": False},
+    {"rtt": False, "simulated": " (sim)"},
+    _LEAN,
+    dict(_LEAN, interconnect=False),
+    dict(_LEAN, interconnect=False, traffic=False),
+)
+
+
 class HeaderBar(LinePanel):
     DEFAULT_CSS = "HeaderBar { height: 1; overflow-y: hidden; }"
 
     def draw(self, view: HeaderView | None, width: int, st: Styles) -> list[Row]:
-        row = Row(" spectui ", st.title)
-        if view is None:
-            return [row]
-        sep = (" │ ", st.dim)
-        row.add(*sep).add(view.host, st.bold)
-        if view.gpu_count:
-            model = (view.gpu_model or "GPU").replace("NVIDIA ", "")
-            row.add(*sep).add(f"{view.gpu_count}× {model}", st.text)
-        elif view.link_state == "connected":
-            row.add(*sep).add("no GPUs seen", st.dim)
-        row.add(*sep)
-        if view.sglang:
-            row.add(f"SGLang {view.sglang}", st.text)
-        else:
-            row.add("SGLang ?", st.dim)
-        if view.simulated:
-            row.add(" (simulated)", st.dim)
-        row.add(*sep)
-        style = {"connected": st.ok, "reconnecting": st.warn, "closed": st.dim}.get(view.link_state, st.info)
-        row.add(f"{STATE_MARK.get(view.link_state, '?')} {view.link_state}", style)
-        if view.rtt_ms is not None and view.link_state == "connected":
-            row.add(f" {view.rtt_ms:.1f} ms", st.dim)
-        if view.traffic is not None:
-            row.add(*sep).add("traffic on" if view.traffic else "traffic off", st.accent if view.traffic else st.dim)
-        if view.busy:
-            row.add(*sep).add(view.busy, st.warn)
+        row = Row()
+        for options in SHORTER:
+            row = header_row(view, st, **options)
+            if row.width <= width:
+                break
         return [row]
 
 
 class Banner(LinePanel):
-    """A one-line alert (connection lost, reconnecting in N s); hidden when there is none."""
+    """A one-line alert (connection lost, reconnecting in N s), or work going on (a benchmark's
+    progress, a probe, a fetch); hidden when there is none."""
 
     DEFAULT_CSS = "Banner { height: 1; overflow-y: hidden; display: none; }"
 
     def show(self, view: BannerView | None, *, force: bool = False) -> bool:
         self.display = bool(view and view.text)
+        self.set_class(bool(view and view.level == "info"), "info")
         return super().show(view, force=force)
 
     def draw(self, view: BannerView | None, width: int, st: Styles) -> list[Row]:
         if view is None or not view.text:
             return []
-        style = {"error": st.bad, "info": st.info}.get(view.level, st.warn)
+        if view.level == "info":
+            return [Row(" ▸ " + view.text, st.bold)]
+        style = {"error": st.bad}.get(view.level, st.warn)
         return [Row(" ⚠ " + view.text, style)]

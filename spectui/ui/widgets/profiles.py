@@ -34,14 +34,18 @@ class ProfilesList(LinePanel):
                     Row("('spectui profiles list' shows where)", st.dim)]
             rows += [Row(e, st.bad) for e in view.errors]
             return rows
-        name_w = min(max(len(r.name) for r in view.rows), max(8, width - 24))
-        settings_w = width - (2 + name_w + 1 + 8 + 14)
+        marking = bool(view.compare)  # a column for the marks (space) once a profile is marked
+        mark_w = 2 if marking else 0
+        name_w = min(max(len(r.name) for r in view.rows), max(8, width - 24 - mark_w))
+        settings_w = width - (2 + mark_w + name_w + 1 + 8 + 14)
         wide = settings_w >= 12
         out = []
         for i, r in enumerate(view.rows):
             hl = i == view.highlight
             row = Row()
             row.add(f"{r.number if r.number <= 9 else ' '} ", st.dim if not hl else st.highlight)
+            if marking:
+                row.add("✓ " if r.marked else "  ", st.highlight if hl else st.accent)
             name = r.name if len(r.name) <= name_w else r.name[: name_w - 1] + "…"
             row.add(name.ljust(name_w) + " ", st.highlight if hl else st.bold)
             algo = (r.algorithm or "none")[:7].ljust(7)
@@ -55,6 +59,13 @@ class ProfilesList(LinePanel):
             out.append(row)
         for e in view.errors[:3]:
             out.append(Row(e[: width], st.bad))
+        if view.compare:
+            row = Row("B compares ", st.dim)
+            for j, name in enumerate(view.compare):
+                row.add(("" if j == 0 else ", ") + name, st.accent)
+                if name == view.baseline:
+                    row.add(" (baseline)", st.dim)
+            out.append(row)
         # the highlighted profile in full
         if 0 <= view.highlight < len(view.rows):
             r = view.rows[view.highlight]

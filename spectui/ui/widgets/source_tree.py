@@ -54,10 +54,13 @@ class SourceTree(Tree):
         return walk(self.root)
 
     def fill(self, path: str, entries) -> TreeNode | None:
-        """Put a folder's entries under its node (once)."""
+        """Put a folder's entries under its node (once: the screen's start-up walk and an expand event
+        may both list the same folder, and a second fill would drop what was opened below it)."""
         node = self.node_for(path)
         if node is None:
             return None
+        if (node.data or {}).get("loaded"):
+            return node
         node.remove_children()
         for e in entries:
             data = {"path": e.path, "kind": e.kind, "loaded": False}

@@ -4,7 +4,7 @@ stale and cumulative marks, and the break-even accept length L* once measured on
 from __future__ import annotations
 
 from spectui.ui.draw import Row, Styles, nice_max
-from spectui.ui.views import SpecView, Value
+from spectui.ui.views import PredictedLStar, SpecView, Value
 from spectui.ui.widgets.base import LinePanel
 from spectui.ui.widgets.charts import chart_rows
 
@@ -27,6 +27,23 @@ def marks(v: Value, st: Styles) -> Row:
     return row
 
 
+def predicted_rows(p: PredictedLStar, accept: float | None, measured: bool, st: Styles) -> list[Row]:
+    """The probe's predicted L*, beside the measured one: the value, then where it came from."""
+    row = Row("predicted L* ", st.text)
+    if p.value is None:
+        row.add("–", st.dim)
+        rows = [row, Row(f"   {p.note or 'no prediction'} (probe {p.probe_id or '?'})", st.dim)]
+        return rows
+    row.add(f"{p.value:.2f}", st.accent)
+    if not measured and accept is not None:
+        row.add("  ≥ break-even" if accept >= p.value else "  < break-even", st.ok if accept >= p.value else st.warn)
+    if p.comm_only is not None:
+        row.add(f"  (comm-only ≥ {p.comm_only:.2f})", st.dim)
+    if p.reachable is False:
+        row.add(f"  unreachable: at most {p.max_accept} per step", st.warn)
+    return [row, Row(f"   probe {p.probe_id or '?'}: {p.how}", st.dim)]
+
+
 class SpecPanel(LinePanel):
     def title_of(self, view: SpecView | None) -> str:
         if view is None or not view.name:
@@ -42,6 +59,8 @@ class SpecPanel(LinePanel):
             rows.append(Row(view.settings[:width], st.dim))
         if view.message:
             rows.append(Row(view.message, st.dim))
+            if view.predicted is not None:
+                rows += predicted_rows(view.predicted, None, False, st)
             return rows
         head = Row("accept length ", st.text)
         a = view.accept
@@ -53,6 +72,9 @@ class SpecPanel(LinePanel):
                 head.add("  ≥ break-even" if a.value >= be else "  < break-even", st.ok if a.value >= be else st.warn)
         head.extend(marks(a, st))
         rows.append(head)
+        if view.predicted is not None:
+            # beside the measured L*: what the verify-cost probe predicts for these settings
+            rows += predicted_rows(view.predicted, a.value, view.breakeven is not None, st)
         tail: list[Row] = []
         c = view.cumulative
         if c.value is not None:
