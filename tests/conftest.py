@@ -23,3 +23,12 @@ def state_dir(tmp_path):
     d = tmp_path / "host-state"
     d.mkdir()
     return d
+
+
+@pytest.fixture(autouse=True)
+def _isolated_history(tmp_path_factory, monkeypatch):
+    """No test writes into the user's real history (tests that need a store set their own)."""
+    import os
+
+    if "SPECTUI_DATA_DIR" not in os.environ:
+        monkeypatch.setenv("SPECTUI_DATA_DIR", str(tmp_path_factory.mktemp("data")))

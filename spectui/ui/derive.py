@@ -107,13 +107,15 @@ def switch_stages(history: Sequence[tuple[str, float]], *, detail: object = None
         if label in FINAL:
             stages.append(Stage(label, None, current=False, detail=None))
             continue
+        replied = [s for s in (result_stages or []) if s.get("stage") in ("stopping", "waiting for GPU memory")]
+        if label == "waiting for GPU memory" and replied:
+            continue  # the reply's figures, listed under "stopping", replace the live ones
         current = end is None and final is None
         seconds = (end - start) if end is not None else (
             max(0.0, elapsed_now - start) if elapsed_now is not None else None)
         if label == "stopping":
-            done = [s for s in (result_stages or []) if s.get("stage") in ("stopping", "waiting for GPU memory")]
-            if done:
-                for s in done:
+            if replied:
+                for s in replied:
                     who = (s.get("detail") or stopped_name) if s["stage"] == "stopping" else None
                     stages.append(Stage(s["stage"], s.get("seconds"), False, who))
                 continue

@@ -222,6 +222,14 @@ def test_switch_stages_live_and_after_the_reply():
         {"stage": "started", "seconds": 0.2}, {"stage": "ready", "seconds": 2.2}])
     assert [s.label for s in done] == ["stopping", "waiting for GPU memory", "starting", "loading", "ready"]
     assert done[1].seconds == 0.4 and not any(s.current for s in done)
+    # the agent also sends the wait for GPU memory live: shown while it lasts, once after the reply
+    hist2 = [("stopping", 0.0), ("waiting for GPU memory", 1.1), ("stopped", 1.5), ("starting", 1.5)]
+    live2 = derive.switch_stages(hist2, elapsed_now=1.6, stopped_name="kimi-baseline")
+    assert [s.label for s in live2] == ["stopping", "waiting for GPU memory", "starting"]
+    done2 = derive.switch_stages(hist2 + [("ready", 4.0)], result_stages=[
+        {"stage": "stopping", "detail": "kimi-baseline", "seconds": 1.1},
+        {"stage": "waiting for GPU memory", "detail": "kimi-baseline", "seconds": 0.4}])
+    assert [s.label for s in done2] == ["stopping", "waiting for GPU memory", "starting", "ready"]
 
 
 def test_charts_and_bars():
