@@ -21,6 +21,7 @@ from spectui.core.probe import (
     run_probe,
 )
 from spectui.core.probe.predict import DEFAULT_TOKENS, PredictionError
+from spectui.core.probe.run import progress_text
 from spectui.core.probe.request import DEFAULT_ITERS, DEFAULT_MAX_SECONDS, DEFAULT_WARMUP
 from spectui.core.profiles import ProfileError, load_profiles
 from spectui.core.session import HostTarget, open_session
@@ -109,16 +110,7 @@ class _Progress:
         self.stream = stream or sys.stderr
 
     def __call__(self, d: dict) -> None:
-        stage = d.get("stage")
-        if stage == "measuring":
-            text = f"measuring {d.get('done')}/{d.get('total')}: {d.get('tokens')} tokens, {d.get('iters')} iterations"
-        elif stage == "ranks":
-            text = f"starting {d.get('world_size')} ranks ({d.get('backend')} on {d.get('device')})"
-        elif stage == "sim":
-            text = f"reading the simulator's hardware model ({d.get('preset')})"
-        else:
-            text = f"checking {stage}"
-        self.stream.write(f"probe: {text}\n")
+        self.stream.write(f"probe: {progress_text(d)}\n")
         self.stream.flush()
 
 

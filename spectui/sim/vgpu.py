@@ -154,48 +154,18 @@ class GpuClaim:
             pass
 
 
-def memory_in_use(state_dir: str | os.PathLike, gpu: int, exclude_pids=(), now: float | None = None) -> float:
-    """MiB held on virtual GPU ``gpu`` by other processes (live, or dead but not yet released)."""
+def _claims(state_dir: str | os.PathLike, now: float | None):
+    """(path, claim, pid, held) for every readable claim file; ``held``: its memory still counts."""
     d = sim_dir(state_dir) / "procs"
     now = time.time() if now is None else now
     try:
         delay = float(load_host(state_dir).get("release_delay_s", RELEASE_DELAY_S))
     except (OSError, ValueError):
         delay = RELEASE_DELAY_S
-    total = 0.0
     try:
         names = os.listdir(d)
     except OSError:
-        return 0.0
-    for name in names:
-        if not name.endswith(".json") or name.startswith("."):
-            continue
-        try:
-            with open(d / name) as fh:
-                c = json.load(fh)
-            pid = int(c["pid"])
-            if int(c["gpu"]) != gpu or pid in exclude_pids:
-                continue
-        except (OSError, ValueError, KeyError, TypeError):
-            continue
-        if _alive(pid, c.get("start_ticks")) or now < float(c.get("heartbeat", 0)) + delay:
-            total += float(c.get("memory_mib", 0.0))
-    return total
-
-
-def remove_stale_claims(state_dir: str | os.PathLike, now: float | None = None) -> int:
-    """Delete claim files of processes that are gone and whose memory is already released."""
-    d = sim_dir(state_dir) / "procs"
-    now = time.time() if now is None else now
-    try:
-        delay = float(load_host(state_dir).get("release_delay_s", RELEASE_DELAY_S))
-    except (OSError, ValueError):
-        delay = RELEASE_DELAY_S
-    removed = 0
-    try:
-        names = os.listdir(d)
-    except OSError:
-        return 0
+        return
     for name in names:
         if not name.endswith(".json") or name.startswith("."):
             continue
@@ -206,7 +176,28 @@ def remove_stale_claims(state_dir: str | os.PathLike, now: float | None = None) 
             pid = int(c["pid"])
         except (OSError, ValueError, KeyError, TypeError):
             continue
-        if not _alive(pid, c.get("start_ticks")) and now >= float(c.get("heartbeat", 0)) + delay:
+        held = _alive(pid, c.get("start_ticks")) or now < float(c.get("heartbeat", 0)) + delay
+        yield path, c, pid, held
+
+
+def memory_in_use(state_dir: str | os.PathLike, gpu: int, exclude_pids=(), now: float | None = None) -> float:
+    """MiB held on virtual GPU ``gpu`` by other processes (live, or dead but not yet released)."""
+    total = 0.0
+    for _, c, pid, held in _claims(state_dir, now):
+        try:
+            on_gpu = int(c["gpu"]) == gpu
+        except (KeyError, TypeError, ValueError):
+            continue
+        if held and on_gpu and pid not in exclude_pids:
+            total += float(c.get("memory_mib", 0.0))
+    return total
+
+
+def remove_stale_claims(state_dir: str | os.PathLike, now: float | None = None) -> int:
+    """Delete claim files of processes that are gone and whose memory is already released."""
+    removed = 0
+    for path, _, _, held in _claims(state_dir, now):
+        if not held:
             try:
                 path.unlink()
                 removed += 1

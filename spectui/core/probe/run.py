@@ -33,3 +33,15 @@ async def fetch_topology(session: Session, *, gpus: list[int] | None = None,
     follow ``sim_hardware`` (default ``pcie-8gpu``).
     """
     return await session.client.call("probe.topology", {"gpus": gpus, "sim_hardware": sim_hardware}, timeout=60)
+
+
+def progress_text(d: dict) -> str:
+    """One line for a probe progress event (the CLI and the console show the same words)."""
+    stage = d.get("stage")
+    if stage == "measuring":
+        return f"measuring {d.get('done')}/{d.get('total')}: {d.get('tokens')} tokens, {d.get('iters')} iterations"
+    if stage == "ranks":
+        return f"starting {d.get('world_size')} ranks ({d.get('backend')} on {d.get('device')})"
+    if stage == "sim":
+        return f"reading the simulator's hardware model ({d.get('preset')})"
+    return f"checking {stage}"

@@ -26,6 +26,7 @@ from spectui.core.probe import (
     probe_params,
     run_probe,
 )
+from spectui.core.probe.run import progress_text
 from spectui.core.profiles import Profile
 from spectui.ui.screens.confirm import ConfirmScreen
 
@@ -125,16 +126,7 @@ class ProbeActions:
         self.push_screen(ConfirmScreen(f"Probe the verify cost of {profile.name}?", lines, yes="Probe"), answered)
 
     def _probe_progress(self, name: str, d: dict) -> None:
-        stage = d.get("stage")
-        if stage == "measuring":
-            text = f"measuring {d.get('done')}/{d.get('total')} ({d.get('tokens')} tokens)"
-        elif stage == "ranks":
-            text = f"starting {d.get('world_size')} ranks ({d.get('backend')} on {d.get('device')})"
-        elif stage == "sim":
-            text = f"reading the simulator's hardware model ({d.get('preset')})"
-        else:
-            text = f"checking {stage}"
-        self.set_activity("probe", f"probe {name}: {text}")
+        self.set_activity("probe", f"probe {name}: {progress_text(d)}")
 
     def _decode_step(self, session, profile: Profile) -> tuple[float, str] | None:
         """The plain decode step time a probe without one needs: measured in this session at one
