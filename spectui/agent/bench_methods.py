@@ -26,7 +26,7 @@ import time
 from .bench_runner import FINAL, read_json, write_json
 from .bootstrap import spawn_detached
 from .protocol import AgentError
-from .server_process import proc_stat
+from .server_process import connect_host, proc_stat
 
 RUN_ID_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,80}$")
 RESULTS_MAX_BYTES = 2 * 1024 * 1024
@@ -146,7 +146,7 @@ class BenchHost(object):
         else:
             raise AgentError("bad_params", "say which server to benchmark (a server name or a port)")
         h = out["host"]
-        out["connect_host"] = "127.0.0.1" if h in (None, "", "0.0.0.0") else ("::1" if h == "::" else h)
+        out["connect_host"] = connect_host(h)
         return out
 
     def _sglang_argv(self, spec, server):

@@ -118,6 +118,19 @@ def terminate_group(pgid, grace_s, reap=None, poll_s=0.05):
     return time.monotonic() - t0, killed, group_pids(pgid)
 
 
+def connect_host(host):
+    """The address to reach a server listening on ``host`` (a wildcard means this machine)."""
+    if host in (None, "", "0.0.0.0"):
+        return "127.0.0.1"
+    return "::1" if host == "::" else host
+
+
+def server_url(host, port, path=""):
+    """``http://HOST:PORT/path`` for a server listening on ``host`` (IPv6 bracketed)."""
+    h = connect_host(host)
+    return "http://%s:%d%s" % ("[%s]" % h if ":" in h else h, int(port), path)
+
+
 def port_in_use(host, port):
     """Whether something listens on ``host:port`` (a socket in TIME_WAIT does not count)."""
     import socket

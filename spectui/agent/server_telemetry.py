@@ -20,25 +20,18 @@ from __future__ import annotations
 import json
 import threading
 import time
+from urllib.error import HTTPError, URLError
+from urllib.request import urlopen
 
 from .logfollow import LogStream
 from .promwindow import MetricsUnavailable, MetricsWindow, parse_metrics
+from .server_process import server_url
 
-try:
-    from urllib.request import urlopen
-    from urllib.error import HTTPError, URLError
-except ImportError:  # pragma: no cover
-    raise
 
 HTTP_TIMEOUT_S = 2.0
 SERVER_INFO_EVERY_S = 5.0
 LATENCY_SPAN_S = 30.0
 SERVING_STATES = ("ready", "unresponsive")
-
-
-def _base(host, port):
-    host = "127.0.0.1" if host in (None, "", "0.0.0.0") else ("::1" if host == "::" else host)
-    return "http://%s:%d" % ("[%s]" % host if ":" in host else host, int(port))
 
 
 def _get(url):
@@ -55,7 +48,7 @@ class ServerTelemetry(object):
 
     def __init__(self, record, clock=time.monotonic):
         self.name = record["name"]
-        self.base = _base(record.get("host"), record["port"])
+        self.base = server_url(record.get("host"), record["port"])
         self.clock = clock
         self.short = MetricsWindow()
         self.long = MetricsWindow(span_s=LATENCY_SPAN_S)

@@ -10,18 +10,14 @@ one that stops answering ``/health_generate`` for ``UNRESPONSIVE_AFTER_S`` is
 from __future__ import annotations
 
 import re
+from urllib.error import URLError
+from urllib.request import urlopen
 import time
 from collections import deque
 
 from .logfollow import LogFollower
 from .logparse import LogFeeder
-from .server_process import alive, proc_stat
-
-try:  # Python 3.8 has both
-    from urllib.request import urlopen
-    from urllib.error import HTTPError, URLError
-except ImportError:  # pragma: no cover
-    raise
+from .server_process import proc_stat, server_url
 
 TAIL_LINES = 40
 UNRESPONSIVE_AFTER_S = 20.0
@@ -36,14 +32,10 @@ _REASONS = (
 
 
 def health_ok(host, port, path="/health_generate"):
-    host = "127.0.0.1" if host in (None, "", "0.0.0.0") else ("::1" if host == "::" else host)
-    url = "http://%s:%d%s" % ("[%s]" % host if ":" in host else host, int(port), path)
     try:
-        with urlopen(url, timeout=HEALTH_TIMEOUT_S) as resp:
+        with urlopen(server_url(host, port, path), timeout=HEALTH_TIMEOUT_S) as resp:
             return resp.status == 200
-    except HTTPError:
-        return False
-    except (URLError, OSError, ValueError):
+    except (URLError, OSError, ValueError):  # HTTPError (503 while starting) is a URLError
         return False
 
 

@@ -15,13 +15,11 @@ import random
 import threading
 import time
 
-try:
-    from urllib.request import Request, urlopen
-    from urllib.error import HTTPError, URLError
-except ImportError:  # pragma: no cover
-    raise
+from urllib.error import HTTPError, URLError
+from urllib.request import Request, urlopen
 
 from .protocol import AgentError
+from .server_process import server_url
 
 MAX_CONCURRENCY = 8
 REQUEST_TIMEOUT_S = 60.0
@@ -42,14 +40,6 @@ PROMPTS = [
     "def add(a, b):\n    return a + b\n\ndef sub(a, b):\n    return a - b\n\ndef mul(a, b):\n",
     "Count from one to twenty in words, separated by commas: one, two, three, four,",
 ]
-
-
-def _url_host(host):
-    if host in (None, "", "0.0.0.0"):
-        return "127.0.0.1"
-    if host == "::":
-        return "[::1]"
-    return "[%s]" % host if ":" in host else host
 
 
 class Traffic(object):
@@ -167,7 +157,7 @@ class Traffic(object):
                 "sampling_params": {"max_new_tokens": rnd.randint(self.max_new_tokens // 2, self.max_new_tokens),
                                     "temperature": 0.0 if rnd.random() < 0.5 else 0.7},
             }
-            url = "http://%s:%d/generate" % (_url_host(host), port)
+            url = server_url(host, port, "/generate")
             req = Request(url, data=json.dumps(body).encode("utf-8"), headers={"Content-Type": "application/json"})
             try:
                 with urlopen(req, timeout=REQUEST_TIMEOUT_S) as resp:

@@ -15,7 +15,8 @@ import argparse
 import asyncio
 import sys
 
-from spectui.cli.hostopts import add_host_options, explain_connect_error, has_host, run_with_passphrase_prompt, target_from_args
+from spectui.cli.hostopts import (add_host_options, explain_connect_error, has_host, refuse_on_problems,
+                                  run_with_passphrase_prompt, target_from_args)
 from spectui.cli.servers import Progress
 from spectui.core.bench import (
     BenchClient,
@@ -127,11 +128,8 @@ async def _compare(args: argparse.Namespace, target: HostTarget) -> int:
     session = await open_session(target)
     try:
         for prof in profiles:
-            problems = await check_on_host(session, prof)
-            if problems:
-                for e in problems:
-                    print(f"spectui: {e}", file=sys.stderr)
-                print(f"spectui: nothing was benchmarked: fix profile {prof.name} first.", file=sys.stderr)
+            if refuse_on_problems(await check_on_host(session, prof),
+                                  f"nothing was benchmarked: fix profile {prof.name} first."):
                 return 1
         progress = CompareProgress()
         try:

@@ -78,6 +78,15 @@ def explain_connect_error(exc: ConnectError, argv: list[str]) -> str:
     return text
 
 
+def refuse_on_problems(problems: list, closing: str) -> bool:
+    """Print each problem of a profile check and the closing sentence; True when there were any."""
+    for e in problems:
+        print(f"spectui: {e}", file=sys.stderr)
+    if problems:
+        print(f"spectui: {closing}", file=sys.stderr)
+    return bool(problems)
+
+
 def run_with_passphrase_prompt(target: HostTarget, fn):
     """``asyncio.run(fn(target))``; an encrypted identity file asks for its passphrase on a terminal."""
     try:

@@ -8,7 +8,8 @@ import json
 import sys
 import time
 
-from spectui.cli.hostopts import add_host_options, explain_connect_error, run_with_passphrase_prompt, target_from_args
+from spectui.cli.hostopts import (add_host_options, explain_connect_error, refuse_on_problems,
+                                  run_with_passphrase_prompt, target_from_args)
 from spectui.core.errors import ConnectError, SpectuiError
 from spectui.core.flagcheck import check_on_host
 from spectui.core.profiles import ProfileError, load_profiles
@@ -168,11 +169,8 @@ async def _run(args: argparse.Namespace, target: HostTarget) -> int:
                               f"{' (SIGKILL after the grace period)' if st.get('killed') else ''}; {rel}")
             return 0
         # start / switch: the profile's flags are checked against the host's SGLang first
-        problems = await check_on_host(session, profile)
-        if problems:
-            for e in problems:
-                print(f"spectui: {e}", file=sys.stderr)
-            print(f"spectui: {profile.name} was not launched: fix the profile first.", file=sys.stderr)
+        if refuse_on_problems(await check_on_host(session, profile),
+                              f"{profile.name} was not launched: fix the profile first."):
             return 1
         if args.action == "start":
             server = await ctl.start(profile, force=args.force)

@@ -3,21 +3,13 @@
 import asyncio
 import os
 import sys
-import time
 
 import pytest
 
 from spectui.core.agent_bundle import build_bundle
 from spectui.core.errors import AgentCallError, AgentStartError
 from spectui.core.session import HostTarget, open_session
-
-
-def pid_alive(pid: int) -> bool:
-    try:
-        with open(f"/proc/{pid}/stat") as fh:
-            return fh.read().rsplit(")", 1)[1].split()[0] != "Z"
-    except OSError:
-        return False
+from tests.support.procs import pid_alive
 
 
 async def test_hello_carries_protocol_and_the_shipped_hash(state_dir):

@@ -32,7 +32,6 @@ async def test_reconnects_after_the_agent_dies(state_dir):
         assert link.gpu is last_frame  # the last values stay on screen
         assert link.reconnect_in_s() is not None
         await wait_until(lambda: link.connected and link.session.hello["pid"] != first_pid)
-        seq = link.gpu.seq if link.gpu else 0
         await wait_until(lambda: link.gpu is not None and link.gpu.received_at > last_frame.received_at)
         assert link.reconnects == 1
     finally:

@@ -9,6 +9,7 @@ import subprocess
 import time
 
 import pytest
+from tests.support.procs import pid_alive
 
 SPECTUI = shutil.which("spectui")
 TMUX = shutil.which("tmux")
@@ -61,14 +62,6 @@ def row(text: str, name: str) -> str:
                                                             or "✗" in line):
             return line
     return ""
-
-
-def pid_alive(pid: int) -> bool:
-    try:
-        with open(f"/proc/{pid}/stat") as fh:
-            return fh.read().rsplit(")", 1)[1].split()[0] != "Z"
-    except OSError:
-        return False
 
 
 @pytest.mark.timeout(240)

@@ -1,14 +1,13 @@
 import json
 import os
 import signal
-import textwrap
-import time
 import urllib.request
 
 import pytest
 
 from spectui.core.profiles import load_profiles
 from spectui.core.session import HostTarget, open_session
+from tests.support.procs import group_pids  # noqa: F401  (the lifecycle tests import it from here)
 from tests.support.sshd import free_port
 
 
@@ -38,18 +37,6 @@ def library():
     assert not lib.errors, [str(e) for e in lib.errors]
     return lib
 
-
-def group_pids(pgid):
-    out = []
-    for n in os.listdir("/proc"):
-        if n.isdigit():
-            try:
-                rest = open(f"/proc/{n}/stat").read().rsplit(")", 1)[1].split()
-            except OSError:
-                continue
-            if int(rest[2]) == pgid and rest[0] != "Z":
-                out.append(int(n))
-    return out
 
 
 @pytest.fixture

@@ -13,6 +13,7 @@ from spectui.cli.main import main
 from spectui.core.errors import AuthFailed, Disconnected, HostKeyChanged, HostKeyUnknown
 from spectui.core.session import HostTarget, open_session
 from spectui.core.transport.ssh import SshOptions
+from tests.support.procs import pid_alive, wait_gone
 from tests.support.sshd import keygen
 
 pytestmark = pytest.mark.sshd
@@ -29,23 +30,6 @@ def target(sshd, state_dir, **opts):
                    known_hosts=str(sshd.known_hosts), **opts)
     return HostTarget(kind="ssh", destination=sshd.dest, ssh=o, python=sys.executable, simulated=True,
                       state_dir=str(state_dir))
-
-
-def pid_alive(pid):
-    try:
-        with open(f"/proc/{pid}/stat") as fh:
-            return fh.read().rsplit(")", 1)[1].split()[0] != "Z"
-    except OSError:
-        return False
-
-
-def wait_gone(pid, timeout=5.0):
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        if not pid_alive(pid):
-            return True
-        time.sleep(0.05)
-    return False
 
 
 def test_status_over_ssh_with_sim(sshd, state_dir, capsys):
@@ -76,7 +60,7 @@ def test_unknown_host_key_refused_with_fingerprint_then_accept_new(sshd, state_d
 
 
 def test_changed_host_key_refused_even_with_accept_new(sshd, state_dir, tmp_path, capsys):
-    other = keygen(tmp_path / "other_host_key")
+    keygen(tmp_path / "other_host_key")
     kind, blob = (tmp_path / "other_host_key.pub").read_text().split()[:2]
     sshd.known_hosts.write_text(f"[127.0.0.1]:{sshd.port} {kind} {blob}\n")
     assert main(status_args(sshd, state_dir, "--accept-new-host-key", trust=False)) == 1

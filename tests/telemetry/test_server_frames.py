@@ -24,8 +24,7 @@ def generate(port, n=3, max_new_tokens=48):
 
 
 async def test_frames_carry_sources_formulas_and_stale_marks(profiles_dir, demo):
-    port = write_profile(profiles_dir, "eagle", gpus=(0,), extra=EAGLE,
-                         sim={"decode-log-interval": 5} if False else None)
+    port = write_profile(profiles_dir, "eagle", gpus=(0,), extra=EAGLE)
     ctl = ServerControl(demo)
     frames = []
     demo.client.add_listener(lambda ev: frames.append(ServerFrame.from_event(ev.data, ev.received_at))

@@ -84,10 +84,3 @@ def kill_recorded_servers(state_dir: Path) -> None:
         except (ProcessLookupError, KeyError, TypeError, ValueError, OSError, PermissionError):
             pass
 
-
-def pid_alive(pid: int) -> bool:
-    try:
-        with open(f"/proc/{pid}/stat") as fh:
-            return fh.read().rsplit(")", 1)[1].split()[0] != "Z"
-    except OSError:
-        return False

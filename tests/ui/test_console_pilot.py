@@ -12,7 +12,8 @@ from spectui.ui.app import SpectuiApp
 from spectui.ui.screens.confirm import ConfirmScreen
 from spectui.ui.screens.help import HelpScreen
 from spectui.ui.screens.logs import LogScreen
-from tests.ui.support import connected, panel_text, pid_alive, server_state, wait_for
+from tests.support.procs import pid_alive
+from tests.ui.support import connected, panel_text, server_state, wait_for
 
 SIZE = (120, 40)
 

@@ -5,7 +5,8 @@ import sys
 from spectui.core.profiles import load_profiles
 from spectui.core.session import HostTarget
 from spectui.ui.app import SpectuiApp
-from tests.ui.support import connected, panel_text, pid_alive, server_state, wait_for
+from tests.support.procs import pid_alive
+from tests.ui.support import connected, panel_text, server_state, wait_for
 
 
 async def test_demo_traffic_moves_the_panels_and_t_toggles_it(ui_env):
