@@ -66,11 +66,11 @@ give ``None``. :func:`parse_line` is one-shot and so never returns tracebacks; f
 to a :class:`LogFeeder` to get them.
 
 Speed: a busy server writes the same few line shapes for hours, so after the key-driven
-reader has read a batch line, its shape is compiled (see "Learned shapes" below): later
-lines of that shape cost one regex match and one dict display, SGLang lines of no
-interest one regex miss, about what SGLang's own decode regex costs to merely find a
-line (``bench/parse_speed.py``). :meth:`LogFeeder.feed_lines` reads runs of such lines
-in one loop. The module keeps this learned state (bounded) for the process; it is not
+reader has read a batch line, its shape is compiled (see "Learned shapes" below).
+:meth:`LogFeeder.feed_lines` reads a batch of such lines with one regex split over their
+text and one list comprehension building their records, in less time than SGLang's own
+decode regex takes to merely find the decode lines one by one (``bench/parse_speed.py``).
+The module keeps this learned state (bounded) for the process; it is not
 meant to be called from several threads at once.
 """
 
@@ -324,58 +324,111 @@ def _formula(sep: str, trailing_comma: bool, rec: Dict[str, Any]) -> Optional[st
 #
 # A server writes the same few batch-line shapes (the same prefix, keys and value forms)
 # for hours. After the generic reader above has read a batch line by its keys, the line's
-# shape becomes a regex (prefix and keys literal, values captured) and a dict display
-# building the same record. All learned shapes are compiled into two readers sharing one
-# body: one for a single line (parse_line), and one that reads lines from an iterator for
-# as long as they are of a learned shape or SGLang lines of no interest (HTTP access
-# lines, ...), dropped, and hands back the first line it cannot read (feed_lines). Such a
-# line -- another key, order or value form, a loading line, a traceback -- is read the
-# ordinary way, and the generic reader learns its shape if it has one. Tests check that
-# both ways give equal records.
+# shape is learned: its rank text, anchor and keys literal, its values captured (booleans
+# literal), and its record as a dict display in field order. The learned shapes and the
+# SGLang lines of no interest (HTTP access lines, ...) are compiled into regexes (the
+# timestamp once, then a branch per rank text, then a branch per shape) and into the
+# generated code that builds records from their groups:
+#
+# * ``read_line(line)`` (parse_line): one ``fullmatch``; each branch ends in an empty
+#   marker group, so that ``m.lastindex`` names the shape that matched.
+# * ``read_chunk(...)`` (LogFeeder.feed_lines): the lines are joined, each after a
+#   newline, and when the text holds no "\r" and no traceback it is *split* by the regex
+#   of the shapes: each line of a shape gives its groups, in order, into one flat list,
+#   with the text between (the lines of no interest) -- no match object and no tuple per
+#   line, and nothing for the lines between but one check that they are all of no
+#   interest. One list comprehension then builds every record. Each group costs every
+#   matching line, so the shapes that capture are bounded (``_CAPTURED_GROUPS``).
+#   A text that cannot go that way (a line of no known shape, a value not cached yet, a
+#   loading line, a traceback) is read by ``findall`` with a regex that takes any line,
+#   a tuple per line: a line of no shape goes to ``slow`` (LogFeeder.feed), which reads
+#   it the ordinary way, and the generic reader learns its shape if it has one.
+#
+# Tests check that every way gives the records the generic reader gives.
 
 _HIGH_CARDINALITY = re.compile(r"(?:throughput|token|tflops|bw)$|^est_")
-# As strict as _split_prefix: four digits, then the punctuation at its fixed places (the
-# other places digits too, so that no "\r" can hide there).
-_TIME_RX = r"\[([0-9]{4}-[0-9][0-9]-[0-9][0-9] [0-9][0-9]:[0-9][0-9]:[0-9][0-9])"
-_TIME_MS_RX = r"\[([0-9]{4}-[0-9][0-9]-[0-9][0-9] [0-9][0-9]:[0-9][0-9]:[0-9][0-9]\.[0-9][0-9][0-9])"
-_VALUE_RX = r"([-.0-9A-Za-z%]+)"
-# Matches (an empty match) unless the line is one the generic reader returns None for by
-# its message's first letter: a valid prefix (rank text without "]", so that its "] " is
-# the first one), then a letter _parse_message does not read. A miss allocates nothing.
-_NOT_SKIPPED = re.compile(r"(?!\[[0-9]{4}-..-.. ..:..:..(?:\] |\.[0-9]{3}\] |(?:\.[0-9]{3})? [^\]\n]*\] )[^DPLT\[RS\n])").match
+_VALUE_RX = r"[-.0-9A-Za-z%]+"
+# After the timestamp, a line the generic reader returns None for by its message's first
+# letter (the letters _parse_message reads are excluded), with rank text without "]" (so
+# that its "] " is the first one); {0} and {1} make the first letter a group or not.
+# Lines holding "\r" or "Traceback" are told apart in Python (``.`` is the fastest way
+# for the regex to pass the rest of the line). A line this misses is read the ordinary way.
+_SKIP_HEAD = r"(?:\]| [^\]\r\n]*\]) {0}[^DPLT\[RS\r\n]{1}"
+_SKIP_RX = _SKIP_HEAD + ".*"
 _MAX_SHAPES = 8  # per anchor, most recently learned first
+_CHUNK_LINES = 256  # lines per read_chunk: what a traceback's start can cost twice
+_CAPTURED_GROUPS = 40  # value groups the chunk regexes may hold: each costs every line
+
+
+def _time_rx(ms: Optional[bool], loose: bool = False, group: bool = True) -> str:
+    """The bracket and the timestamp (a group), with milliseconds, without, or either
+    (``ms`` None); the record's ``time`` is the text as written. Strict: four digits, the
+    punctuation at its fixed places and digits at the others (so that no "\\r" can hide
+    there). ``loose``, for text known to hold no "\\r": digits only where _split_prefix
+    wants them. (Compiled with ASCII ``\\d``: a line with other digits is left to the
+    generic reader.)"""
+    fraction = {True: r"\.\d\d\d", False: "", None: r"(?:\.\d\d\d)?"}[ms]
+    stamp = r"\d{4}-..-.. ..:..:.." if loose else r"\d{4}-\d\d-\d\d \d\d:\d\d:\d\d"
+    return (r"\[(%s%s)" if group else r"\[%s%s") % (stamp, fraction)
 
 
 class _Shape:
-    """One learned batch-line shape: its regex, and how its record is built."""
+    """One learned batch-line shape: the parts of its regex after the rank text, and the
+    record's fields in order."""
 
-    __slots__ = ("pattern", "items")
+    __slots__ = ("rank_text", "ms", "parts", "fields")
 
-    def __init__(self, pattern: str, items: List[Tuple[str, Optional[str]]]) -> None:
-        self.pattern = pattern
-        # (field, how): "int", "float" or "_VALUES" applied to the next captured group,
-        # None for the group as it is, else the repr of a constant.
-        self.items = items
+    def __init__(self, rank_text: str, ms: bool, parts: List[Tuple[str, str]], fields: List[Tuple[str, str, Any]]) -> None:
+        self.rank_text = rank_text
+        self.ms = ms  # whether the line it was learned from had milliseconds
+        # ("text", regex) / ("value", regex of a value) / ("sep", the separator character
+        # after the anchor) / ("end", regex of the line's end, before the line break).
+        self.parts = parts
+        # (field, how, constant): how is "const" (the constant), "time" (the timestamp
+        # group), or, applied to the next value group, "int", "float" or "_VALUES" (the
+        # value cache).
+        self.fields = fields
 
-    def display(self, names: List[str]) -> str:
-        """Source of the dict display building the record from the groups ``names``."""
-        groups = iter(names)
-        fields = []
-        for field, how in self.items:
-            if how is None:
-                value = next(groups)
-            elif how == "_VALUES":
-                value = "_VALUES[%s]" % next(groups)
-            elif how in ("int", "float"):
-                value = "%s(%s)" % (how, next(groups))
+    @property
+    def value_count(self) -> int:
+        return sum(1 for what, _ in self.parts if what == "value")
+
+    def regex(self, form: str) -> str:
+        """``"line"``: values captured, for fullmatch; ``"hot"``: values captured (the
+        separator too when there is no value, to name the branch), for findall;
+        ``"cold"``: only the separator captured."""
+        out = []
+        for what, text in self.parts:
+            if what == "value":
+                out.append("(%s)" % text if form != "cold" else "(?:%s)" % text)
+            elif what == "sep":
+                tagged = form == "cold" or (form == "hot" and not self.value_count)
+                out.append("(%s)" % re.escape(text) if tagged else re.escape(text))
+            elif what == "end":
+                out.append(text + (r"\n?" if form == "line" else ""))
             else:
-                value = how
-            fields.append("%r: %s" % (field, value))
-        return "{%s}" % ", ".join(fields)
+                out.append(text)
+        return "".join(out)
+
+    def display(self, value: Any) -> str:
+        """A dict display of the record; ``value(n)`` is the source of the n-th value
+        group's text (the timestamp is n = 0)."""
+        out = []
+        n = 0
+        for name, how, constant in self.fields:
+            if how == "const":
+                out.append("%r: %r" % (name, constant))
+            elif how == "time":
+                out.append("%r: %s" % (name, value(0)))
+            else:
+                n += 1
+                text = value(n)
+                out.append("%r: %s" % (name, "_VALUES[%s]" % text if how == "_VALUES" else "%s(%s)" % (how, text)))
+        return "{%s}" % ", ".join(out)
 
 
 _SHAPES: Dict[str, List[_Shape]] = {"decode": [], "prefill": []}
-_SEEN: Dict[str, None] = {}  # every pattern learned (bounded): each is learned once
+_SEEN: Dict[str, None] = {}  # every shape learned (bounded): each is learned once
 
 
 def _learn_shape(kind: str, time: str, rank_text: str, ranks: Tuple[Tuple[str, Any], ...], anchor: str, sep: str, has_iter: bool, keys: List[str], names: List[str], values: List[Any], trailing_comma: bool, formula: Optional[str]) -> None:
@@ -383,73 +436,236 @@ def _learn_shape(kind: str, time: str, rank_text: str, ranks: Tuple[Tuple[str, A
         return
     if not keys[0].startswith(" ") or keys[0][1:2].isspace() or any(_TRACEBACK in key for key in keys):
         return
-    rx = [_TIME_MS_RX if len(time) > 19 else _TIME_RX, re.escape(rank_text), r"\] ", re.escape(anchor)]
-    rx.append(r" \[([0-9]+)\]" + re.escape(sep) + " " if has_iter else re.escape(sep) + " ")
-    items: List[Tuple[str, Optional[str]]] = [("kind", repr(kind)), ("time", None)]
-    items.extend((name, repr(value)) for name, value in ranks)
-    if has_iter:
-        items.append(("iter", "int"))
-    for n, (key, name, value) in enumerate(zip(keys, names, values)):
-        if n:
-            rx.append(", ")
-        rx.append(re.escape(key[1:] if n == 0 else key) + ": ")
-        # Numbers that change on every line are converted where they are read; other
-        # values go through the cache, which holds what the generic reader made of them.
-        if type(value) is int and _HIGH_CARDINALITY.search(name):
-            rx.append(r"([0-9]+)")
-            items.append((name, "int"))
-        elif type(value) is float and _HIGH_CARDINALITY.search(name):
-            rx.append(r"([0-9]+\.[0-9]+)")
-            items.append((name, "float"))
-        else:
-            rx.append(_VALUE_RX)
-            items.append((name, "_VALUES"))
-    rx.append(r", ?\r?\n?" if trailing_comma else r" ?\r?\n?")  # (used with fullmatch)
-    if formula is not None:
-        items.append(("accept_rate_formula", repr(formula)))
-    pattern = "".join(rx)
-    if pattern in _SEEN or len(_SEEN) >= 256:
+    if "]" in rank_text or "\r" in rank_text or "\n" in rank_text:
         return
-    _SEEN[pattern] = None
+    parts: List[Tuple[str, str]] = [("text", re.escape(anchor))]
+    fields: List[Tuple[str, str, Any]] = [("kind", "const", kind), ("time", "time", None)]
+    fields.extend((name, "const", value) for name, value in ranks)
+    if has_iter:
+        parts += [("text", r" \["), ("value", r"\d+"), ("text", r"\]")]
+        fields.append(("iter", "int", None))
+    parts += [("sep", sep), ("text", " ")]
+    for n, (key, name, value) in enumerate(zip(keys, names, values)):
+        parts.append(("text", (", " if n else "") + re.escape(key[1:] if n == 0 else key) + ": "))
+        # Numbers that change on every line are converted where they are read; booleans
+        # are part of the shape; other values go through the cache, which holds what the
+        # generic reader made of them.
+        if type(value) is bool:
+            parts.append(("text", "True" if value else "False"))
+            fields.append((name, "const", value))
+        elif type(value) is int and _HIGH_CARDINALITY.search(name):
+            parts.append(("value", r"\d+"))
+            fields.append((name, "int", None))
+        elif type(value) is float and _HIGH_CARDINALITY.search(name):
+            parts.append(("value", r"\d+\.\d+"))
+            fields.append((name, "float", None))
+        else:
+            parts.append(("value", _VALUE_RX))
+            fields.append((name, "_VALUES", None))
+    parts.append(("end", r", ?\r?" if trailing_comma else r" ?\r?"))
+    if formula is not None:
+        fields.append(("accept_rate_formula", "const", formula))
+    shape = _Shape(rank_text, len(time) > 19, parts, fields)
+    seen = repr((rank_text, shape.ms, parts, fields))
+    if seen in _SEEN or len(_SEEN) >= 256:
+        return
+    _SEEN[seen] = None
     shapes = _SHAPES[kind]
-    shapes.insert(0, _Shape(pattern, items))
+    shapes.insert(0, shape)
     del shapes[_MAX_SHAPES:]
-    global _read_line, _read_lines
-    _read_line, _read_lines = _compile_readers(_SHAPES["decode"] + _SHAPES["prefill"])  # decode first: most lines are
+    _set_readers(_SHAPES["decode"] + _SHAPES["prefill"])  # decode first: most lines are
 
 
 _UNREAD = object()  # a line the fast readers leave to the generic reader
 
 
-def _compile_readers(shapes: List[_Shape]) -> Tuple[Any, Any]:
-    """Two readers of the lines of ``shapes`` (and of SGLang lines of no interest holding
-    neither ``"\\r"`` nor a traceback, which they drop), compiled from the same code:
+def _shapes_rx(shapes: List[_Shape], form: str, captured: Iterable[int] = ()) -> Tuple[str, Dict[int, Tuple[int, List[int]]], Optional[int]]:
+    """The regex of ``shapes`` and of lines of no interest, after the timestamp group:
+    ``(regex, {shape: (group naming its branch, value groups)}, group naming the
+    no-interest branch)``, value groups in field order.
 
-    * ``read_line(line)``: the line's record, ``None`` for a line of no interest, else
-      ``_UNREAD``;
-    * ``read_lines(lines, append)``: takes lines from the iterator ``lines`` and appends
-      their records while it can; returns the first line it cannot read (``None`` at the
-      end), which the caller reads the other way before calling it again."""
-    namespace: Dict[str, Any] = {"_VALUES": _VALUES, "_not_skipped": _NOT_SKIPPED, "_UNREAD": _UNREAD}
-    one = ["def read_line(line):"]
-    many = ["def read_lines(lines, append):", "    for line in lines:"]
+    * ``"line"``, for fullmatch: every shape, each branch closed by an empty group.
+    * ``"known"``, for findall: only the shapes in ``captured``, each named by its first
+      value group; no branch for lines of no interest.
+    * ``"any"``, for findall: the shapes in ``captured`` as for ``"known"``, the others
+      named by their separator, and the no-interest branch by its first letter."""
+    ranks = list(dict.fromkeys(shape.rank_text for shape in shapes))
+    order = sorted(range(len(shapes)), key=lambda n: ranks.index(shapes[n].rank_text))
+    if form == "known":
+        order = [n for n in order if n in captured]
+    rx = ["(?:"]
+    group = 1  # groups so far: the timestamp
+    named: Dict[int, Tuple[int, List[int]]] = {}
+    rank_text = None
+    for n in order:  # shapes grouped by rank text, in order within a rank text
+        shape = shapes[n]
+        if shape.rank_text != rank_text:
+            rx.append(("" if rank_text is None else ")|") + re.escape(shape.rank_text) + r"\] (?:")
+            rank_text = shape.rank_text
+        else:
+            rx.append("|")
+        count = shape.value_count
+        if form == "line":
+            rx.append(shape.regex("line") + "()")
+            named[n] = (group + count + 1, list(range(group + 1, group + count + 1)))
+            group += count + 1
+        elif n in captured:
+            rx.append(shape.regex("hot"))
+            named[n] = (group + 1, list(range(group + 1, group + count + 1)) if count else [])
+            group += max(count, 1)
+        else:
+            rx.append(shape.regex("cold"))
+            named[n] = (group + 1, [])
+            group += 1
+    if rank_text is not None:
+        rx.append(")|")
+    if form == "line":
+        rx.append(_SKIP_RX.format("", "") + r"\n?()")
+        skip: Optional[int] = group + 1
+    elif form == "known":
+        if rank_text is None:
+            rx.append("(?!)")  # no shape: matches nothing
+        else:
+            rx[-1] = ")"
+        skip = None
+    else:
+        rx.append(_SKIP_RX.format("(", ")"))
+        skip = group + 1
+    rx.append(")")
+    return "".join(rx), named, skip
+
+
+def _set_readers(shapes: List[_Shape]) -> None:
+    global _read_line, _read_chunk
+    _read_line = _compile_line_reader(shapes)
+    _read_chunk = _compile_chunk_reader(shapes, _read_line)
+
+
+def _compile_line_reader(shapes: List[_Shape]) -> Any:
+    """``read_line(line)``: the line's record if it is of one of ``shapes``, ``None`` for
+    a line of no interest (holding neither ``"\\r"`` nor a traceback), else ``_UNREAD``."""
+    namespace: Dict[str, Any] = {"_VALUES": _VALUES, "_UNREAD": _UNREAD}
+    rx, named, _ = _shapes_rx(shapes, "line")
+    namespace["_match"] = re.compile(_time_rx(None) + rx, re.ASCII).fullmatch
+    code = ["def read_line(line):", "    m = _match(line)", "    if m is None:", "        return _UNREAD", "    i = m.lastindex"]
     for n, shape in enumerate(shapes):
-        namespace["_match%d" % n] = match = re.compile(shape.pattern).fullmatch
-        names = ["v%d" % i for i in range(match.__self__.groups)]
-        read = ["m = _match%d(line)" % n, "if m is not None:", "    %s, = m.groups()" % ", ".join(names), "    try:"]
-        record = shape.display(names)
-        one += ["    " + text for text in read]
-        one += ["            return %s" % record, "        except KeyError:  # a value not cached yet", "            return _UNREAD"]
-        many += ["        " + text for text in read]
-        many += ["                append(%s)" % record, "            except KeyError:", "                return line", "            continue"]
-    skipped = "_not_skipped(line) is None and '\\r' not in line and 'Traceback' not in line"
-    one += ["    return None if %s else _UNREAD" % skipped]
-    many += ["        if %s:" % skipped, "            continue", "        return line", "    return None"]
-    exec(compile("\n".join(one + many) + "\n", "<spectui log readers>", "exec"), namespace)
-    return namespace["read_line"], namespace["read_lines"]
+        marker, groups = named[n]
+        names = ["v%d" % g for g in [1] + groups]
+        code += ["    %s i == %d:" % ("if" if n == 0 else "elif", marker), "        try:"]
+        code += ["            %s = m.group(%s)" % (", ".join(names), ", ".join(name[1:] for name in names)) if groups else "            v1 = m.group(1)"]
+        code += ["            return %s" % shape.display(lambda k, names=names: names[k])]
+        code += ["        except KeyError:  # a value not cached yet", "            return _UNREAD"]
+    code += ["    return None if '\\r' not in line and 'Traceback' not in line else _UNREAD"]
+    exec(compile("\n".join(code) + "\n", "<spectui log line reader>", "exec"), namespace)
+    return namespace["read_line"]
 
 
-_read_line, _read_lines = _compile_readers([])
+def _compile_chunk_reader(shapes: List[_Shape], read_line: Any) -> Any:
+    """``read_chunk(lines, append, extend, slow)``: appends the records of the list
+    ``lines`` (none holding ``"\\n"``) in order, giving each line it cannot read to
+    ``slow(line)``, which reads it and returns whether what follows must be read that way
+    too (a traceback began); returns the number of lines done, 0 when some line held
+    ``"\\n"`` (none done).
+
+    The lines are joined, each after a newline. A text holding no ``"\\r"`` and no
+    traceback is split by the regex of the shapes whose values are captured (those seen
+    last, within a budget of groups, with milliseconds as the last learned); when the
+    text between their lines is all lines of no interest and every value is cached, one
+    list comprehension over the split builds the records. Otherwise ``findall`` with the
+    regex that takes any line gives a tuple per line, read one at a time: a line of
+    another shape is read by ``read_line``, a line of none by ``slow``."""
+    ms = shapes[0].ms if shapes else None
+    captured: List[int] = []
+    budget = _CAPTURED_GROUPS
+    for n, shape in enumerate(shapes):  # in order: the shapes seen last, decode first
+        if shape.ms == ms and shape.value_count + 1 <= budget:
+            captured.append(n)
+            budget -= shape.value_count + 1
+    namespace: Dict[str, Any] = {"_VALUES": _VALUES, "_UNREAD": _UNREAD, "_read_line": read_line, "_TRACEBACK": _TRACEBACK}
+
+    rx, named, _ = _shapes_rx(shapes, "known", captured)
+    known = re.compile("(?m)\n" + _time_rx(ms, loose=True) + rx + "$", re.ASCII)
+    namespace["_split_known"] = known.split
+    namespace["_findall_skipped"] = re.compile("\n(?=%s%s)" % (_time_rx(ms, loose=True, group=False), _SKIP_HEAD.format("", "")), re.ASCII).findall
+    step = known.groups + 1
+    names = ["t%d" % g for g in range(1, step)]
+    records = ""
+    for n in reversed(captured):
+        tag, groups = named[n]
+        display = shapes[n].display(lambda k, groups=groups: "t%d" % ([1] + groups)[k])
+        records = "%s if t%d else %s" % (display, tag, records) if records else display
+    code = [
+        "def read_chunk(lines, append, extend, slow):",
+        "    text = '\\n' + '\\n'.join(lines)",
+        "    if '\\r' not in text and _TRACEBACK not in text:",
+        "        parts = _split_known(text)",
+        "        others = ''.join(parts[0::%d])" % step,
+        "        if others.count('\\n') == len(_findall_skipped(others)):",
+    ]
+    if captured:
+        code += [
+            "            it = iter(parts)  # (text before, groups) per line of a shape, then the text after",
+            "            try:",
+            "                extend([%s for _, %s in zip(%s)])" % (records, ", ".join(names), ", ".join(["it"] * step)),
+            "            except KeyError:  # a value not cached yet",
+            "                pass",
+            "            else:",
+            "                return len(lines)",
+        ]
+    else:
+        code += ["            return len(lines)"]
+
+    rx, named, skip = _shapes_rx(shapes, "any", captured)
+    namespace["_findall"] = re.compile("(?m)^(?:" + _time_rx(ms) + rx + "|.*)$", re.ASCII).findall
+    code += [
+        "    found = _findall(text, 1)",
+        "    if len(found) != len(lines):",
+        "        return 0",
+        "    k = -1",
+        "    for t in found:",
+        "        k += 1",
+    ]
+    first = True
+    for n in captured:
+        tag, groups = named[n]
+        display = shapes[n].display(lambda k, groups=groups: "t[%d]" % (([1] + groups)[k] - 1))
+        code += [
+            "        %s t[%d]:" % ("if" if first else "elif", tag - 1),
+            "            try:",
+            "                append(%s)" % display,
+            "            except KeyError:",
+            "                if slow(lines[k]):",
+            "                    return k + 1",
+        ]
+        first = False
+    code += [
+        "        %s t[%d]:" % ("if" if first else "elif", skip - 1),
+        "            if ('\\r' in lines[k] or 'Traceback' in lines[k]) and slow(lines[k]):",
+        "                return k + 1",
+    ]
+    for n in range(len(shapes)):
+        if n in captured:
+            continue
+        code += [
+            "        elif t[%d]:" % (named[n][0] - 1),
+            "            r = _read_line(lines[k])",
+            "            if r is _UNREAD:",
+            "                if slow(lines[k]):",
+            "                    return k + 1",
+            "            elif r is not None:",
+            "                append(r)",
+        ]
+    code += [
+        "        elif slow(lines[k]):",
+        "            return k + 1",
+        "    return k + 1",
+    ]
+    exec(compile("\n".join(code) + "\n", "<spectui log chunk reader>", "exec"), namespace)
+    return namespace["read_chunk"]
+
+
+_read_line = _read_chunk = None
+_set_readers([])
 
 
 _EQ_PAIR = re.compile(r"([A-Za-z][\w .-]*?)=([^,]*)")
@@ -546,7 +762,7 @@ def _child_failed(time: str, ranks: Tuple[Tuple[str, Any], ...], msg: str) -> di
 
 def _parse_message(time: str, ranks: Tuple[Tuple[str, Any], ...], msg: str, rank_text: Optional[str] = None) -> Optional[dict]:
     # The first letters read here (Decode, Prefill, Load weight, The server is fired up,
-    # [gpu=N] of 2024, Received sigquit / SIGQUIT received) are those _NOT_SKIPPED keeps.
+    # [gpu=N] of 2024, Received sigquit / SIGQUIT received) are those _SKIP_HEAD does not skip.
     c = msg[:1]
     if c == "D":
         if msg.startswith("Decode batch"):
@@ -725,15 +941,33 @@ class LogFeeder:
 
     def feed_lines(self, lines: Iterable[str]) -> List[dict]:
         """``feed`` each of ``lines``; the records they complete, in order. While no
-        traceback is pending, the lines of the learned shapes and the lines of no interest
-        are read in one loop (see "Learned shapes" in the source)."""
+        traceback is pending, lines are read a chunk at a time by the learned shapes'
+        regex (see "Learned shapes" in the source), the lines it cannot read one by one."""
         out: List[dict] = []
-        it = iter(lines)
-        while True:
-            line = _read_lines(it, out.append) if self._tb is None else next(it, None)
-            if line is None:
-                return out
-            out.extend(self.feed(line))
+        extend = out.extend
+        feed = self.feed
+
+        def slow(line: str) -> bool:
+            extend(feed(line))
+            return self._tb is not None
+
+        if not isinstance(lines, list):
+            lines = list(lines)
+        pos, end = 0, len(lines)
+        while pos < end:
+            if self._tb is None:
+                chunk = lines[pos:pos + _CHUNK_LINES]
+                done = _read_chunk(chunk, out.append, extend, slow)
+                if done:
+                    pos += done
+                    continue
+                for line in chunk:  # a line holds "\n": this chunk line by line
+                    extend(feed(line))
+                pos += len(chunk)
+                continue
+            extend(feed(lines[pos]))
+            pos += 1
+        return out
 
     def feed(self, line: str) -> List[dict]:
         if self._tb is None and "\r" not in line and "Traceback" not in line:

@@ -37,3 +37,46 @@ async def test_agent_runs_on_python38(state_dir):
 async def test_too_old_python_is_one_sentence(state_dir):
     with pytest.raises(AgentStartError, match=r"too old to run the agent \(Python 3.8 or newer is needed\)"):
         await open_session(HostTarget(kind="local", python=PY27, state_dir=str(state_dir)))
+
+
+@pytest.mark.skipif(PY38 is None, reason="no Python 3.8 interpreter on this machine to run the agent with")
+def test_log_parser_on_python38_reads_as_here(tmp_path):
+    """The generated log readers run on the host's Python: on 3.8 a mixed log reads to
+    the same records as here, in one batch and in small ones."""
+    import json
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "bench"))
+    try:
+        import parse_speed
+    finally:
+        sys.path.pop(0)
+    from spectui.agent.logparse import LogFeeder
+
+    lines = parse_speed.make_lines(3000) + ["[2026-11-30 10:00:00 TP0] Scheduler hit an exception: Traceback (most recent call last):",
+                                            '  File "x.py", line 1, in f', "RuntimeError: boom"]
+    log = tmp_path / "server.log"
+    log.write_text("\n".join(lines) + "\n")
+    agent_dir = Path(__file__).resolve().parents[2] / "spectui" / "agent"
+    script = (
+        "import importlib.util, json, sys\n"
+        "spec = importlib.util.spec_from_file_location('logparse', %r)\n"
+        "lp = importlib.util.module_from_spec(spec); spec.loader.exec_module(lp)\n"
+        "lines = open(%r).read().splitlines()\n"
+        "out = []\n"
+        "for size in (len(lines), 37):\n"
+        "    f = lp.LogFeeder()\n"
+        "    recs = []\n"
+        "    for at in range(0, len(lines), size):\n"
+        "        recs += f.feed_lines(lines[at:at + size])\n"
+        "    out.append(recs + f.flush())\n"
+        "json.dump(out, sys.stdout)\n"
+    ) % (str(agent_dir / "logparse.py"), str(log))
+    done = subprocess.run([PY38, "-c", script], capture_output=True, text=True, timeout=120, check=True)
+    there = json.loads(done.stdout)
+    feeder = LogFeeder()
+    here = json.loads(json.dumps(feeder.feed_lines(lines) + feeder.flush()))
+    assert len(here) > 2500 and here[-1]["kind"] == "error"
+    assert there[0] == here and there[1] == here

@@ -301,9 +301,9 @@ def fresh_shapes(monkeypatch):
     """The parser as at start-up, no shape learned (what other tests learned comes back after)."""
     monkeypatch.setattr(logparse, "_SHAPES", {"decode": [], "prefill": []})
     monkeypatch.setattr(logparse, "_SEEN", {})
-    read_line, read_lines = logparse._compile_readers([])
-    monkeypatch.setattr(logparse, "_read_line", read_line)
-    monkeypatch.setattr(logparse, "_read_lines", read_lines)
+    monkeypatch.setattr(logparse, "_read_line", logparse._read_line)  # restored after
+    monkeypatch.setattr(logparse, "_read_chunk", logparse._read_chunk)
+    logparse._set_readers([])
 
 
 def _items(rec):
@@ -314,7 +314,8 @@ def _generic_feeding(lines, monkeypatch):
     """parse_lines with the learned shapes out of the way: every line read generically."""
     with monkeypatch.context() as m:
         m.setattr(logparse, "_read_line", lambda line: logparse._UNREAD)
-        m.setattr(logparse, "_read_lines", lambda lines, append: next(lines, None))
+        m.setattr(logparse, "_read_chunk", lambda lines, append, extend, slow: 0)
+        m.setattr(logparse, "_learn_shape", lambda *args: None)  # which would bring fast readers back
         return parse_lines(lines)
 
 
@@ -374,6 +375,151 @@ def test_feed_lines_equals_the_generic_reading_of_a_mixed_log(fresh_shapes, monk
         feeder = LogFeeder()
         by_line = [r for line in log for r in feeder.feed(line)] + feeder.flush()
         assert [_items(r) for r in by_line] == expected
+
+
+def _random_log(rng, count, clean=False, steady=False):
+    """A log of ``count`` lines mixing every batch-line era, prefix and value form with
+    lines of no interest, loading, readiness, tracebacks, tqdm bars and odd lines
+    (``clean``: no traceback and no "\\r", as most of a real log is; ``steady``: one
+    server's few batch-line shapes among the odd lines)."""
+    messages = [PREFILL, DECODE_PLAIN, DECODE_OLD_SPEC, DECODE_2025, DECODE_0523, DECODE_0523_ITER_CAP]
+    prefixes = [prefix for prefix, _ in PREFIXES] + ["[2026-11-30 10:00:00 DP%d TP%d] " % (d, 8 * d) for d in range(4)]
+    weights = [8, 2, 1, 1, 1, 1, 1, 1, 1, 1]  # a hot prefix, as a real server has
+    if steady:
+        messages, prefixes, weights = [PREFILL, DECODE_2025, DECODE_0523_ITER_CAP], [PREFIXES[2][0]], [1]
+
+    def batch():
+        msg = rng.choice(messages)
+        msg = msg.replace("#token: 290", "#token: %d" % rng.randrange(100000))
+        msg = msg.replace("(token/s): 41.20", "(token/s): %.2f" % rng.uniform(1, 3000))
+        msg = msg.replace("accept len: 1.45", "accept len: %.2f" % rng.uniform(1, 1.5 if steady else 4))  # often not cached yet
+        if rng.random() < 0.05:
+            msg = msg.replace("cuda graph: True", "cuda graph: False").replace("cuda graph: False", "cuda graph: True")
+        if rng.random() < 0.03:
+            msg = msg.replace("#running-req: 1", "#running-req: -1")
+        if rng.random() < 0.03:
+            msg = msg.replace("token usage: 0.00", "token usage: 5%")
+        return rng.choices(prefixes, weights)[0] + msg
+
+    odd = [
+        '[2026-11-30 10:00:01] INFO:     127.0.0.1:40052 - "POST /generate HTTP/1.1" 200 OK',
+        '[2026-11-30 10:00:01.250] INFO:     127.0.0.1:40053 - "GET /metrics HTTP/1.1" 200 OK',
+        "[2026-11-30 10:00:01 TP0] " + LOAD_END,
+        "[2026-11-30 10:00:01] " + READY,
+        "[2026-11-30 10:00:01 TP0] " + LOADING,
+        LOADING.replace("29/64", "3/64") + "\r" + LOADING,
+        "[2026-11-30 10:00:01] INFO: x\r[2026-11-30 10:00:02 TP0] " + DECODE_0523,
+        "[2026-11-30 10:00:01 TP0] " + DECODE_0523 + "\r",
+        "[2026-11-30 10:00:01] WARNING: a Traceback (most recent call last): in the text",
+        "[2026-11-30 10:00:01] INFO: mode Traceback",
+        "[2026-11-30 10:00:01] Received sigquit from a child process. It usually means the child failed.",
+        "[2026-11-30 10:00:01 TP]0] INFO: y",
+        "[2026-11-30 1x:00:01] INFO: z",
+        "[2026-11-30 10:00:01] Xyz",
+        "[٢٠٢٦-11-30 10:00:01] INFO: other digits",
+        "[٢٠٢٦-11-30 10:00:01 TP0] " + DECODE_2025,
+        "[abcd-11-30 10:00:01 TP0] " + DECODE_2025,
+        "[2026-11-30 10:00:01.1x3 TP0] " + DECODE_2025,
+        "not a log line",
+        "",
+        "[2026-11-30 10:00:01 TP0] Decode batch, #running-req: 1, mode: Traceback, #queue-req: 0",
+    ]
+    if clean:
+        odd = [line for line in odd if "\r" not in line and "Traceback (most" not in line]
+    lines = []
+    while len(lines) < count:
+        r = rng.random()
+        if r < 0.7:
+            lines.append(batch())
+        elif r < 0.97 or clean:
+            lines.append(rng.choice(odd))
+        elif not steady or rng.random() < 0.05:
+            lines.extend(TRACEBACK[: rng.randrange(1, len(TRACEBACK) + 1)])
+    return lines[:count]
+
+
+@pytest.mark.parametrize("seed", range(12))
+def test_chunk_reader_equals_the_generic_reading_of_random_logs(fresh_shapes, monkeypatch, seed):
+    """feed_lines (the chunk reader, learning as it goes, past its budget of captured
+    groups and its shapes per anchor) gives what reading every line generically gives,
+    for any mix of lines and any way of cutting them into calls."""
+    import random
+
+    rng = random.Random(seed)
+    log = _random_log(rng, 1500, clean=seed % 4 in (1, 2), steady=seed % 4 in (2, 3))
+    expected = [_items(r) for r in _generic_feeding(log, monkeypatch)]
+    for _ in range(2):  # learning, then learned
+        feeder = LogFeeder()
+        got = []
+        at = 0
+        while at < len(log):
+            size = rng.choice((1, 7, 64, 256, 700))
+            got += feeder.feed_lines(log[at:at + size])
+            at += size
+        got += feeder.flush()
+        assert [_items(r) for r in got] == expected
+
+
+ODD_LINES = [
+    "[2026-11-30 10:00:01] INFO: x\r[2026-11-30 10:00:02 TP0] " + DECODE_2025,
+    "[2026-11-30 10:00:01 TP0] " + DECODE_2025 + "\r",
+    "[2026-11-30 10:00:01] WARNING: a Traceback (most recent call last): in the text",
+    "[2026-11-30 10:00:01] INFO: a Traceback without its tail",
+    "[abcd-11-30 10:00:01 TP0] " + DECODE_2025,
+    "[٢٠٢٦-11-30 10:00:01 TP0] " + DECODE_2025,
+    "[2026-11-30 10:00:01.1x3 TP0] " + DECODE_2025,
+    "[2026-11-30 10:00:01.123 TP0] " + DECODE_2025,
+    "[2026-11-30 10:00:01 TP]0] INFO: y",
+    "[2026-11-30 10:00:01 TP0] " + DECODE_2025.replace("accept len: 1.45", "accept len: 9.87"),
+    "[2026-11-30 10:00:01 TP0] " + DECODE_2025.replace("cuda graph: True", "cuda graph: False"),
+    "[2026-11-30 10:00:01 TP0] " + DECODE_2025 + "\n",
+    "[2026-11-30 10:00:01 TP1] " + DECODE_2025,
+    "[2026-11-30 10:00:01 TP0] " + DECODE_0523,
+    "[2026-11-30 10:00:01] Xyz",
+    "[2026-11-30 10:00:01] " + READY,
+    "[2026-11-30 10:00:01] Received sigquit from a child process. It usually means the child failed.",
+    "not a log line",
+    "",
+    "  File \"x.py\", line 1, in f",
+]
+
+
+@pytest.mark.parametrize("odd", ODD_LINES)
+def test_chunk_reader_on_a_steady_log_with_one_odd_line(fresh_shapes, monkeypatch, odd):
+    """A chunk of a steady log (shapes learned, values cached) holding one line that the
+    learned shapes do not read gives what reading every line generically gives."""
+    http = '[2026-11-30 10:00:01] INFO:     127.0.0.1:40052 - "POST /generate HTTP/1.1" 200 OK'
+    steady = ["[2026-11-30 10:00:01 TP0] " + PREFILL, http] + ["[2026-11-30 10:00:01 TP0] " + DECODE_2025.replace("#token: 290", "#token: %d" % n) for n in range(6)]
+    parse_lines(steady)  # learns the shapes, caches the values
+    log = steady * 8 + [odd] + steady * 8
+    expected = [_items(r) for r in _generic_feeding(log, monkeypatch)]
+    assert [_items(r) for r in parse_lines(log)] == expected
+
+
+def test_chunk_reader_reads_a_steady_log_without_the_generic_reader(fresh_shapes, monkeypatch):
+    """Once the shapes are learned, decode, prefill and HTTP lines of a steady server,
+    milliseconds or not, never reach the generic reader."""
+    import random
+
+    rng = random.Random(5)
+    for prefix in ("[2026-11-30 10:00:00 TP0] ", "[2026-11-30 10:00:00.123 TP0] "):
+        lines = []
+        for n in range(600):
+            stamp = prefix.replace("10:00:00", "10:%02d:%02d" % (n // 60 % 60, n % 60))
+            if n % 6 == 0:
+                lines.append(stamp + PREFILL.replace("#token: 31", "#token: %d" % n))
+            elif n % 6 == 5:
+                lines.append(stamp[:stamp.index(" TP0")] + '] INFO:     127.0.0.1:40052 - "POST /generate HTTP/1.1" 200 OK')
+            else:
+                lines.append(stamp + DECODE_2025.replace("#token: 290", "#token: %d" % n).replace("41.20", "%.2f" % rng.uniform(30, 90)))
+        expected = [_items(r) for r in _generic_feeding(lines, monkeypatch)]
+        parse_lines(lines[:12])  # learns the shapes, caches the values
+        calls = []
+        generic = logparse._parse_generic
+        monkeypatch.setattr(logparse, "_parse_generic", lambda line, calls=calls, generic=generic: calls.append(line) or generic(line))
+        assert [_items(r) for r in parse_lines(lines)] == expected
+        assert calls == []
+        monkeypatch.setattr(logparse, "_parse_generic", generic)
 
 
 @pytest.mark.parametrize("line", [
