@@ -395,8 +395,8 @@ class _Shape:
 
     def regex(self, form: str) -> str:
         """``"line"``: values captured, for fullmatch; ``"hot"``: values captured (the
-        separator too when there is no value, to name the branch), for findall;
-        ``"cold"``: only the separator captured."""
+        separator too when there is no value, to name the branch), for split and
+        findall; ``"cold"``: only the separator captured."""
         out = []
         for what, text in self.parts:
             if what == "value":
@@ -485,8 +485,9 @@ def _shapes_rx(shapes: List[_Shape], form: str, captured: Iterable[int] = ()) ->
     no-interest branch)``, value groups in field order.
 
     * ``"line"``, for fullmatch: every shape, each branch closed by an empty group.
-    * ``"known"``, for findall: only the shapes in ``captured``, each named by its first
-      value group; no branch for lines of no interest.
+    * ``"known"``, for split: only the shapes in ``captured``, each named by its first
+      value group (by its separator when it has none); no branch for lines of no
+      interest.
     * ``"any"``, for findall: the shapes in ``captured`` as for ``"known"``, the others
       named by their separator, and the no-interest branch by its first letter."""
     ranks = list(dict.fromkeys(shape.rank_text for shape in shapes))
