@@ -31,6 +31,7 @@ import argparse
 import ast
 import glob
 import os
+import platform
 import random
 import re
 import subprocess
@@ -258,6 +259,8 @@ def main(argv=None) -> int:
     n = len(lines)
     theirs_rate = n / min(theirs)
     ours_rate = n / min(ours)
+    print("Python: %s %s (the host's Python runs the agent's parser; run this under it)"
+          % (platform.python_implementation(), platform.python_version()))
     print("SGLang regex: %s" % origin)
     print("lines: %d (decode %d, prefill %d, other %d); SGLang's regex matches %d, ours agrees on all"
           % (n, kinds["decode"], kinds["prefill"], kinds["other"], matched))
