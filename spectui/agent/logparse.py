@@ -598,10 +598,10 @@ def _compile_chunk_reader(shapes: List[_Shape], read_line: Any) -> Any:
     code = [
         "def read_chunk(lines, append, extend, slow):",
         "    text = '\\n' + '\\n'.join(lines)",
-        "    if '\\r' not in text and _TRACEBACK not in text:",
+        "    if '\\r' not in text:",
         "        parts = _split_known(text)",
-        "        others = ''.join(parts[0::%d])" % step,
-        "        if others.count('\\n') == len(_findall_skipped(others)):",
+        "        others = ''.join(parts[0::%d])  # the lines of no shape; a traceback can only be there" % step,
+        "        if _TRACEBACK not in others and others.count('\\n') == len(_findall_skipped(others)):",
     ]
     if captured:
         code += [
