@@ -348,12 +348,17 @@ def _formula(sep: str, trailing_comma: bool, rec: Dict[str, Any]) -> Optional[st
 
 _HIGH_CARDINALITY = re.compile(r"(?:throughput|token|tflops|bw)$|^est_")
 _VALUE_RX = r"[-.0-9A-Za-z%]+"
-# After the timestamp, a line the generic reader returns None for by its message's first
-# letter (the letters _parse_message reads are excluded), with rank text without "]" (so
-# that its "] " is the first one); {0} and {1} make the first letter a group or not.
-# Lines holding "\r" or "Traceback" are told apart in Python (``.`` is the fastest way
-# for the regex to pass the rest of the line). A line this misses is read the ordinary way.
-_SKIP_HEAD = r"(?:\]| [^\]\r\n]*\]) {0}[^DPLT\[RS\r\n]{1}"
+# After the timestamp, a line the generic reader returns None for by how its message
+# begins: none of the beginnings _parse_message reads (an R or S line only when it says
+# "usually means"), with rank text without "]" (so that its "] " is the first one); {0}
+# and {1} make the first character a group or not. Lines holding "\r" or "Traceback"
+# are told apart in Python (``.`` is the fastest way for the regex to pass the rest of
+# the line). A line this misses is read the ordinary way.
+_SKIP_HEAD = (
+    r"(?:\]| [^\]\r\n]*\]) "
+    r"(?!Decode batch|Prefill batch|Load weight |The server is fired up|\[gpu=|[RS][^\r\n]*usually means)"
+    r"{0}[^\r\n]{1}"
+)
 _SKIP_RX = _SKIP_HEAD + ".*"
 _MAX_SHAPES = 8  # per anchor, most recently learned first
 _CHUNK_LINES = 256  # lines per read_chunk: what a traceback's start can cost twice
@@ -762,8 +767,9 @@ def _child_failed(time: str, ranks: Tuple[Tuple[str, Any], ...], msg: str) -> di
 
 
 def _parse_message(time: str, ranks: Tuple[Tuple[str, Any], ...], msg: str, rank_text: Optional[str] = None) -> Optional[dict]:
-    # The first letters read here (Decode, Prefill, Load weight, The server is fired up,
-    # [gpu=N] of 2024, Received sigquit / SIGQUIT received) are those _SKIP_HEAD does not skip.
+    # The beginnings read here (Decode batch, Prefill batch, Load weight, The server is
+    # fired up, [gpu=N] of 2024, R/S lines that say "usually means") are those _SKIP_HEAD
+    # does not skip.
     c = msg[:1]
     if c == "D":
         if msg.startswith("Decode batch"):

@@ -478,6 +478,14 @@ ODD_LINES = [
     "[2026-11-30 10:00:01] Xyz",
     "[2026-11-30 10:00:01] " + READY,
     "[2026-11-30 10:00:01] Received sigquit from a child process. It usually means the child failed.",
+    "[2026-11-30 10:00:01] Received sigquit. It usually means nothing.",
+    "[2026-11-30 10:00:01] SIGQUIT received. It usually means one child failed.",
+    "[2026-11-30 10:00:01] Load weight begin. avail mem=93.21 GB",
+    "[2026-11-30 10:00:01] Load weight later",
+    "[2026-11-30 10:00:01] The server is fired up and ready to roll!",
+    "[2026-11-30 10:00:01] [gpu=3] " + DECODE_PLAIN,
+    "[2026-11-30 10:00:01 TP0] Decode batchX, #running-req: 1",
+    "[2026-11-30 10:00:01 TP0] Decoding step done",
     "not a log line",
     "",
     "  File \"x.py\", line 1, in f",
@@ -510,6 +518,11 @@ def test_chunk_reader_reads_a_steady_log_without_the_generic_reader(fresh_shapes
                 lines.append(stamp + PREFILL.replace("#token: 31", "#token: %d" % n))
             elif n % 6 == 5:
                 lines.append(stamp[:stamp.index(" TP0")] + '] INFO:     127.0.0.1:40052 - "POST /generate HTTP/1.1" 200 OK')
+                # --log-requests and other lines of no interest, whatever their first letter
+                lines.append(stamp[:stamp.index(" TP0")] + "] Receive: obj=GenerateReqInput(rid='%d', text='Decode batch')" % n)
+                lines.append(stamp[:stamp.index(" TP0")] + "] Finish: obj=GenerateReqInput(rid='%d'), out={'meta_info': {}}" % n)
+                lines.append(stamp + "Scheduler: Prefill batch postponed, Load weight unchanged")
+                lines.append(stamp + "Decoding step done")
             else:
                 lines.append(stamp + DECODE_2025.replace("#token: 290", "#token: %d" % n).replace("41.20", "%.2f" % rng.uniform(30, 90)))
         expected = [_items(r) for r in _generic_feeding(lines, monkeypatch)]
