@@ -603,7 +603,7 @@ def _compile_chunk_reader(shapes: List[_Shape], read_line: Any) -> Any:
     code = [
         "def read_chunk(lines, append, extend, slow):",
         "    text = '\\n' + '\\n'.join(lines)",
-        "    if '\\r' not in text:",
+        "    if '\\r' not in text and text.count('\\n') == len(lines):  # no line holds a line break",
         "        parts = _split_known(text)",
         "        others = ''.join(parts[0::%d])  # the lines of no shape; a traceback can only be there" % step,
         "        if _TRACEBACK not in others and others.count('\\n') == len(_findall_skipped(others)):",
