@@ -144,6 +144,9 @@ async def test_f_on_the_demo_offers_the_wheel_fetches_it_and_opens_the_source(ui
         await wait_for(pilot, lambda: app.screen is app.dashboard, 5, "the dashboard")
         await pilot.press("f")  # now in the cache: straight to the screen
         await wait_for(pilot, lambda: isinstance(app.screen, SourceScreen), 30, "the screen again")
+        again = app.screen
+        await wait_for(pilot, lambda: again.query(SourceTree) and again.query_one(SourceTree).node_for("srt/speculative") is not None
+                       and again.query_one(SourceTree).node_for("srt/speculative").data["loaded"], 30, "its tree")
 
 
 @pytest.mark.timeout(180)

@@ -15,6 +15,7 @@ from rich.console import Group
 from rich.text import Text
 from textual.app import ComposeResult
 from textual.containers import VerticalScroll
+from textual.css.query import NoMatches
 from textual.screen import Screen
 from textual.widgets import Footer, Static
 
@@ -154,6 +155,9 @@ class BenchScreen(Screen):
         self._mounted = True
         self.sync(force=True)
 
+    def on_unmount(self) -> None:
+        self._mounted = False
+
     @property
     def styles_(self) -> Styles:
         return getattr(self.app, "draw_styles", DEFAULT_STYLES)
@@ -164,10 +168,15 @@ class BenchScreen(Screen):
         key = (job.version, int(job.elapsed_s()) if job.active else None)
         if not self._mounted or (not force and key == self._seen):
             return
+        try:
+            title = self.query_one("#bench-title", Static)
+            progress = self.query_one("#bench-progress", Static)
+            results = self.query_one("#bench-results", Static)
+        except NoMatches:  # being taken down (or not built yet): the next tick redraws
+            return
         self._seen = key
-        self.query_one("#bench-title", Static).update(job.title())
-        self.query_one("#bench-progress", Static).update(progress_text(job, self.styles_))
-        results = self.query_one("#bench-results", Static)
+        title.update(job.title())
+        progress.update(progress_text(job, self.styles_))
         if not job.active:
             results.update(results_text(job, self.styles_))
         if job.state != self._state:

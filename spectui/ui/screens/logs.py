@@ -8,6 +8,7 @@ import time
 from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import Vertical
+from textual.css.query import NoMatches
 from textual.screen import ModalScreen, Screen
 from textual.widgets import Footer, Input, Static
 
@@ -70,23 +71,36 @@ class LogScreen(Screen):
         yield Footer()
 
     def on_mount(self) -> None:
-        self.query_one("#logs-search", Input).display = False
+        try:
+            self.query_one("#logs-search", Input).display = False
+            view = self.view
+        except NoMatches:  # taken down (the app closing) before it was shown
+            return
         self.sync()
-        self.query_one(LogView).focus()
+        view.focus()
 
     @property
     def view(self) -> LogView:
         return self.query_one(LogView)
 
     def sync(self) -> None:
-        """Bring the view up to date with the buffer (the app calls this while the screen is shown)."""
+        """Bring the view up to date with the buffer (the app calls this while the screen is
+        shown; before it is built or while it is taken down there is nothing to update)."""
+        try:
+            view = self.view
+        except NoMatches:
+            return
         if self.buffer.version != self._seen:
             self._seen = self.buffer.version
-            self.view.set_lines(self.buffer.lines)
+            view.set_lines(self.buffer.lines)
         self._status()
 
     def _status(self) -> None:
-        v = self.view
+        try:
+            v = self.view
+            status = self.query_one("#logs-status", Static)
+        except NoMatches:
+            return
         parts = [f"log · {self.buffer.name}", f"{len(v.lines)} lines",
                  "follow on" if v.follow else "follow off", "wrap on" if v.wrap else "wrap off"]
         if v.needle:
@@ -94,7 +108,7 @@ class LogScreen(Screen):
             parts.append(f"search {v.needle!r}: {where} matches")
         if self.buffer.error:
             parts.append(self.buffer.error)
-        self.query_one("#logs-status", Static).update("  ·  ".join(parts))
+        status.update("  ·  ".join(parts))
 
     # --- actions -------------------------------------------------------------------------------------------
     def action_search(self) -> None:

@@ -15,6 +15,7 @@ from rich.text import Text
 from textual import on, work
 from textual.app import ComposeResult
 from textual.containers import Horizontal, Vertical
+from textual.css.query import NoMatches
 from textual.screen import Screen
 from textual.widgets import Footer, Input, OptionList, Static, TabbedContent, TabPane
 from textual.widgets.option_list import Option
@@ -84,7 +85,10 @@ class SourceScreen(Screen):
         yield Footer()
 
     def on_mount(self) -> None:
-        tree = self.query_one(SourceTree)
+        try:
+            tree = self.query_one(SourceTree)
+        except NoMatches:  # taken down (the app closing) before it was shown
+            return
         tree.root.expand()
         self.open_start()
         if self.open_ref:
