@@ -37,6 +37,7 @@ import threading
 import time
 from collections import deque
 
+from .bootstrap import exit_now
 from .promwindow import MetricsUnavailable, parse_metrics
 
 FINAL = ("done", "failed", "interrupted")
@@ -567,9 +568,4 @@ def run_and_exit(argv=None):
     try:
         code = main(sys.argv[1:] if argv is None else argv)
     finally:
-        try:
-            sys.stdout.flush()
-            sys.stderr.flush()
-        except Exception:
-            pass
-        os._exit(code)
+        exit_now(code)

@@ -100,3 +100,14 @@ def spawn_detached(entry, args, log_path, python=None, env=None):
     proc.stdin.write(payload)
     proc.stdin.close()
     return proc
+
+
+def exit_now(code):
+    """End a payload process (an entry's ``run_and_exit``) at once, leaving no thread behind:
+    flush what it printed, then ``os._exit(code)``."""
+    for stream in (sys.stdout, sys.stderr):
+        try:
+            stream.flush()
+        except Exception:
+            pass
+    os._exit(code)

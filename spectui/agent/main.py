@@ -16,7 +16,7 @@ import time
 from concurrent.futures import ThreadPoolExecutor
 
 from . import facts, launch_help
-from .bootstrap import bundle_hash as _bundle_hash, own_sources
+from .bootstrap import bundle_hash as _bundle_hash, exit_now, own_sources
 from .gpu_select import SOURCES, open_source
 from .gpu_stream import GpuStream
 from .protocol import AgentError, Channel, hello
@@ -212,11 +212,7 @@ def run_and_exit(argv=None):
     try:
         code = main(argv)
     finally:
-        try:
-            sys.stdout.flush()
-        except Exception:
-            pass
-        os._exit(code)
+        exit_now(code)
 
 
 if __name__ == "__main__":

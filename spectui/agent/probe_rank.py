@@ -18,6 +18,8 @@ import os
 import sys
 import time
 
+from .bootstrap import exit_now
+
 MIN_ITERS = 10
 
 
@@ -124,9 +126,4 @@ def run_and_exit(argv=None):
     except Exception as exc:
         sys.stderr.write("rank %s: %s: %s\n" % (os.environ.get("RANK"), type(exc).__name__, exc))
     finally:
-        try:
-            sys.stdout.flush()
-            sys.stderr.flush()
-        except Exception:
-            pass
-        os._exit(code)
+        exit_now(code)

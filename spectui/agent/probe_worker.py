@@ -18,7 +18,7 @@ import sys
 import threading
 import time
 
-from .bootstrap import bootstrap_code, make_payload, own_sources
+from .bootstrap import bootstrap_code, exit_now, make_payload, own_sources
 from .probe_model import ModelConfigError, model_sizes
 from .probe_stats import combine_ranks, summarize
 from .probe_topology import host_topology
@@ -266,8 +266,4 @@ def run_and_exit(argv=None):
         emit({"type": "error", "code": "internal", "message": "the probe failed: %s: %s" % (type(exc).__name__, exc)})
         code = 1
     finally:
-        try:
-            sys.stdout.flush()
-        except Exception:
-            pass
-        os._exit(code)
+        exit_now(code)

@@ -31,7 +31,7 @@ from spectui.core.bench import (
 from spectui.core.bench.presets import PRESETS_PATH_ENV, user_preset_dir
 from spectui.core.bench.runs import collect_unsaved
 from spectui.core.bench.table import render_run_detail, render_runs, to_json
-from spectui.core.errors import ConnectError, SpectuiError
+from spectui.core.errors import SpectuiError
 from spectui.core.flagcheck import check_on_host
 from spectui.core.history import HistoryStore
 from spectui.core.profiles import ProfileError, load_profiles
@@ -236,7 +236,7 @@ def run(args: argparse.Namespace) -> int:
         print(f"spectui: {exc}", file=sys.stderr)
         return 1
     except SpectuiError as exc:
-        print("spectui: " + (explain_connect_error(exc, args.argv) if isinstance(exc, ConnectError) else str(exc)),
+        print("spectui: " + explain_connect_error(exc, args.argv),
               file=sys.stderr)
         return 1
     except ValueError as exc:  # e.g. the sglang engine with a reasoning preset

@@ -8,7 +8,7 @@ import getpass
 import shlex
 import sys
 
-from spectui.core.errors import ConnectError, HostKeyUnknown, KeyPassphraseNeeded
+from spectui.core.errors import HostKeyUnknown, KeyPassphraseNeeded
 from spectui.core.session import HostTarget
 from spectui.core.transport.ssh import SshOptions
 
@@ -67,8 +67,8 @@ def target_from_args(args: argparse.Namespace) -> HostTarget:
                       state_dir=args.state_dir, gpu_source=args.gpu_source)
 
 
-def explain_connect_error(exc: ConnectError, argv: list[str]) -> str:
-    """The error's sentence, plus the exact command that trusts an unknown host key."""
+def explain_connect_error(exc: Exception, argv: list[str]) -> str:
+    """The error's sentence; for an unknown host key, plus the exact command that trusts it."""
     text = str(exc)
     if isinstance(exc, HostKeyUnknown):
         cmd = ["spectui", *argv]

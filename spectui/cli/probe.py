@@ -8,7 +8,7 @@ import sqlite3
 import sys
 
 from spectui.cli.hostopts import add_host_options, explain_connect_error, run_with_passphrase_prompt, target_from_args
-from spectui.core.errors import ConnectError, SpectuiError
+from spectui.core.errors import SpectuiError
 from spectui.core.history import HistoryStore
 from spectui.core.probe import (
     ProbeOptions,
@@ -156,7 +156,7 @@ def run(args: argparse.Namespace) -> int:
             print(json.dumps({"schema": SCHEMA, "error": {"kind": type(exc).__name__,
                                                           "code": getattr(exc, "code", None),
                                                           "message": str(exc)}}, indent=2))
-        text = explain_connect_error(exc, args.argv) if isinstance(exc, ConnectError) else str(exc)
+        text = explain_connect_error(exc, args.argv)
         print("spectui: " + text, file=sys.stderr)
         return 1
     print(json.dumps(report, indent=2) if args.json else render_text(report))

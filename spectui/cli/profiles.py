@@ -15,7 +15,7 @@ from pathlib import Path
 from spectui.core.profiles import PROFILES_PATH_ENV, Profile, ProfileLibrary, load_profiles, user_profile_dir
 from spectui.core.profiles.loader import expand_profile_paths
 from spectui.cli.hostopts import add_host_options, explain_connect_error, has_host, run_with_passphrase_prompt, target_from_args
-from spectui.core.errors import ConnectError, SpectuiError
+from spectui.core.errors import SpectuiError
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
@@ -138,7 +138,7 @@ def cmd_check(args: argparse.Namespace) -> int:
             target = target_from_args(args)
             library.errors.extend(run_with_passphrase_prompt(target, lambda t: _host_problems(t, checked)))
         except SpectuiError as exc:
-            print("spectui: " + (explain_connect_error(exc, args.argv) if isinstance(exc, ConnectError) else str(exc)),
+            print("spectui: " + explain_connect_error(exc, args.argv),
                   file=sys.stderr)
             return 1
     if args.json:

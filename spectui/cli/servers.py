@@ -10,7 +10,7 @@ import time
 
 from spectui.cli.hostopts import (add_host_options, explain_connect_error, refuse_on_problems,
                                   run_with_passphrase_prompt, target_from_args)
-from spectui.core.errors import ConnectError, SpectuiError
+from spectui.core.errors import SpectuiError
 from spectui.core.flagcheck import check_on_host
 from spectui.core.profiles import ProfileError, load_profiles
 from spectui.core.servers import ServerControl
@@ -227,6 +227,6 @@ def run(args: argparse.Namespace) -> int:
         print(f"spectui: {exc}", file=sys.stderr)
         return 1
     except SpectuiError as exc:
-        print("spectui: " + (explain_connect_error(exc, args.argv) if isinstance(exc, ConnectError) else str(exc)),
+        print("spectui: " + explain_connect_error(exc, args.argv),
               file=sys.stderr)
         return 1

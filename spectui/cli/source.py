@@ -17,7 +17,7 @@ import sys
 import textwrap
 
 from spectui.cli.hostopts import add_host_options, explain_connect_error, run_with_passphrase_prompt, target_from_args
-from spectui.core.errors import ConnectError, SpectuiError
+from spectui.core.errors import SpectuiError
 from spectui.core.profiles import ProfileError
 from spectui.core.session import HostTarget, open_session
 from spectui.core.source import (
@@ -92,7 +92,7 @@ def run(args: argparse.Namespace) -> int:
         target = target_from_args(args)
         return run_with_passphrase_prompt(target, lambda t: _run(args, t, profile))
     except (SpectuiError, ProfileError) as exc:
-        msg = explain_connect_error(exc, args.argv) if isinstance(exc, ConnectError) else str(exc)
+        msg = explain_connect_error(exc, args.argv)
         if args.json:
             print(json.dumps({"schema": SCHEMA.format(args.action),
                               "error": {"kind": type(exc).__name__, "message": msg}}, indent=2))

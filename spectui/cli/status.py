@@ -7,7 +7,7 @@ import json
 import sys
 
 from spectui.cli.hostopts import add_host_options, explain_connect_error, run_with_passphrase_prompt, target_from_args
-from spectui.core.errors import ConnectError, HostKeyChanged, HostKeyError, SpectuiError
+from spectui.core.errors import HostKeyChanged, HostKeyError, SpectuiError
 from spectui.core.session import HostTarget, open_session
 
 SCHEMA = "spectui.status/1"
@@ -62,7 +62,7 @@ def run(args: argparse.Namespace) -> int:
     except SpectuiError as exc:
         if args.json:
             print(json.dumps(_error_json(exc), indent=2))
-        print("spectui: " + (explain_connect_error(exc, args.argv) if isinstance(exc, ConnectError) else str(exc)),
+        print("spectui: " + explain_connect_error(exc, args.argv),
               file=sys.stderr)
         return 1
     if args.json:

@@ -3,7 +3,6 @@
 import asyncio
 import os
 import signal
-import sys
 import time
 
 import pytest
@@ -13,20 +12,11 @@ from spectui.core.bench.runs import collect_unsaved
 from spectui.core.history import HistoryStore
 from spectui.core.profiles import load_profiles
 from spectui.core.servers import ServerControl
-from spectui.core.session import HostTarget, open_session
-from spectui.core.transport.ssh import SshOptions
+from spectui.core.session import open_session
 from tests.bench.conftest import kill_everything, write_sim_profile
 from tests.support.sshd import free_port
 
 pytestmark = [pytest.mark.sshd, pytest.mark.timeout(240)]
-
-
-def ssh_target(sshd, state_dir):
-    sshd.trust_host_key()
-    o = SshOptions(config_file=str(sshd.ssh_config), identity_files=[str(sshd.client_key)],
-                   known_hosts=str(sshd.known_hosts))
-    return HostTarget(kind="ssh", destination=sshd.dest, ssh=o, python=sys.executable, simulated=True,
-                      state_dir=str(state_dir))
 
 
 def alive(pid):
@@ -41,7 +31,7 @@ async def test_run_survives_a_dropped_connection_and_results_arrive_after_reconn
     write_sim_profile(env["profiles"], "base", port=free_port())
     preset = Preset(name="drop", dataset="reasoning", input_len=64, output_len=120, num_prompts=6, concurrency=(1,),
                     warmup=0, repeats=1, seed=4)
-    s = await open_session(ssh_target(sshd, state_dir))
+    s = await open_session(sshd.host_target(state_dir))
     try:
         sw = await ServerControl(s).switch(load_profiles().get("base"), timeout_s=90)
         assert sw["server"]["state"] == "ready"
@@ -62,7 +52,7 @@ async def test_run_survives_a_dropped_connection_and_results_arrive_after_reconn
         await s.close()
         assert alive(runner_pid), "the benchmark died with the connection"
 
-        s = await open_session(ssh_target(sshd, state_dir))
+        s = await open_session(sshd.host_target(state_dir))
         board = ProgressBoard()
         s.client.add_listener(board.on_event)
         assert await watch_running(s) == [handle.run_id]  # live progress again on the new connection

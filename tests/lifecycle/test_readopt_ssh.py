@@ -3,29 +3,19 @@
 import asyncio
 import os
 import signal
-import sys
 
 import pytest
 
 from spectui.core.servers import ServerControl
-from spectui.core.session import HostTarget, open_session
-from spectui.core.transport.ssh import SshOptions
+from spectui.core.session import open_session
 from tests.lifecycle.conftest import group_pids, library, write_profile
 
 pytestmark = pytest.mark.sshd
 
 
-def ssh_target(sshd, state_dir):
-    sshd.trust_host_key()
-    o = SshOptions(config_file=str(sshd.ssh_config), identity_files=[str(sshd.client_key)],
-                   known_hosts=str(sshd.known_hosts))
-    return HostTarget(kind="ssh", destination=sshd.dest, ssh=o, python=sys.executable, simulated=True,
-                      state_dir=str(state_dir))
-
-
 async def test_server_outlives_a_dropped_connection_and_is_readopted(sshd, profiles_dir, state_dir):
     write_profile(profiles_dir, "alpha")
-    s = await open_session(ssh_target(sshd, state_dir))
+    s = await open_session(sshd.host_target(state_dir))
     ctl = ServerControl(s)
     await ctl.start(library().get("alpha"))
     r = await ctl.wait("alpha", timeout_s=60)
@@ -35,7 +25,7 @@ async def test_server_outlives_a_dropped_connection_and_is_readopted(sshd, profi
         await asyncio.wait_for(s.client.closed.wait(), 10)
         await s.close()
         assert group_pids(r["pgid"]), "the server died with the connection"
-        s2 = await open_session(ssh_target(sshd, state_dir))
+        s2 = await open_session(sshd.host_target(state_dir))
         try:
             listed = {x["name"]: x for x in await ServerControl(s2).list()}
             assert listed["alpha"]["state"] == "ready" and listed["alpha"]["pid"] == r["pid"]

@@ -6,9 +6,8 @@ import sys
 import pytest
 
 from spectui.cli.main import main
-from spectui.core.session import HostTarget, open_session
+from spectui.core.session import open_session
 from spectui.core.source import SourceError, open_browser
-from spectui.core.transport.ssh import SshOptions
 
 # The first test to use a release downloads its wheel from PyPI: allow for a slow network.
 pytestmark = [pytest.mark.sshd, pytest.mark.timeout(600)]
@@ -41,11 +40,7 @@ def test_missing_sglang_over_ssh_is_one_sentence(sshd, state_dir, capsys):
 
 
 async def test_confinement_and_streaming_over_ssh(sshd, state_dir, sglang_current, tmp_path):
-    sshd.trust_host_key()
-    opts = SshOptions(config_file=str(sshd.ssh_config), identity_files=[str(sshd.client_key)],
-                      known_hosts=str(sshd.known_hosts))
-    s = await open_session(HostTarget(kind="ssh", destination=sshd.dest, ssh=opts, python=sys.executable,
-                                      state_dir=str(state_dir)))
+    s = await open_session(sshd.host_target(state_dir, simulated=False))
     try:
         b = await open_browser(s, sglang_root=str(sglang_current))
         with pytest.raises(SourceError, match="may not contain '..'"):

@@ -11,8 +11,7 @@ import pytest
 
 from spectui.cli.main import main
 from spectui.core.errors import AuthFailed, Disconnected, HostKeyChanged, HostKeyUnknown
-from spectui.core.session import HostTarget, open_session
-from spectui.core.transport.ssh import SshOptions
+from spectui.core.session import open_session
 from tests.support.procs import pid_alive, wait_gone
 from tests.support.sshd import keygen
 
@@ -25,11 +24,7 @@ def status_args(sshd, state_dir, *extra, trust=True):
 
 
 def target(sshd, state_dir, **opts):
-    sshd.trust_host_key() if opts.pop("trust", True) else None
-    o = SshOptions(config_file=str(sshd.ssh_config), identity_files=[str(sshd.client_key)],
-                   known_hosts=str(sshd.known_hosts), **opts)
-    return HostTarget(kind="ssh", destination=sshd.dest, ssh=o, python=sys.executable, simulated=True,
-                      state_dir=str(state_dir))
+    return sshd.host_target(state_dir, **opts)
 
 
 def test_status_over_ssh_with_sim(sshd, state_dir, capsys):

@@ -88,6 +88,20 @@ class LoopbackSshd:
         key = Path(str(self.host_key) + ".pub").read_text().split()
         self.known_hosts.write_text(f"[127.0.0.1]:{self.port} {key[0]} {key[1]}\n")
 
+    def host_target(self, state_dir, *, trust: bool = True, simulated: bool = True, **ssh_opts):
+        """A HostTarget reaching this sshd with the client key (the agent on this Python)."""
+        import sys
+
+        from spectui.core.session import HostTarget
+        from spectui.core.transport.ssh import SshOptions
+
+        if trust:
+            self.trust_host_key()
+        o = SshOptions(config_file=str(self.ssh_config), identity_files=[str(self.client_key)],
+                       known_hosts=str(self.known_hosts), **ssh_opts)
+        return HostTarget(kind="ssh", destination=self.dest, ssh=o, python=sys.executable, simulated=simulated,
+                          state_dir=str(state_dir))
+
     def cli_args(self, *, trust: bool = True) -> list[str]:
         if trust:
             self.trust_host_key()
