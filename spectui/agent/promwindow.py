@@ -58,6 +58,8 @@ __all__ = [
     "counter_increase",
     "histogram_increase",
     "histogram_quantile",
+    "quantile_bound",
+    "mode_key",
     "parse_metrics",
     "prometheus_client_missing",
     "snapshots_from",
@@ -79,6 +81,7 @@ GAUGES = (
     "spec_num_draft_tokens",
 )
 COUNTERS = (
+    "realtime_tokens_total",
     "prompt_tokens_total",
     "generation_tokens_total",
     "spec_verify_calls_total",
@@ -234,6 +237,12 @@ def combine_gauge(name: str, series: List[Tuple[Dict[str, str], float]]) -> floa
     return _combine(per_group, how)
 
 
+def mode_key(counter: str, mode: str) -> str:
+    """The key of one ``mode`` of a counter in :attr:`MetricsSnapshot.counters`:
+    ``realtime_tokens_total{mode=decode}``."""
+    return "%s{mode=%s}" % (counter, mode)
+
+
 def parse_metrics(text: str, taken_at: Optional[float] = None, prefix: str = PREFIX) -> MetricsSnapshot:
     """Read SGLang's /metrics text into a :class:`MetricsSnapshot`.
 
@@ -264,6 +273,10 @@ def parse_metrics(text: str, taken_at: Optional[float] = None, prefix: str = PRE
                 if sample.name == total_name:
                     key = base + "_total"
                     counters[key] = counters.get(key, 0.0) + sample.value
+                    mode = sample.labels.get("mode")
+                    if mode is not None:  # realtime_tokens_total{mode="decode"}: also per mode
+                        mkey = mode_key(key, mode)
+                        counters[mkey] = counters.get(mkey, 0.0) + sample.value
         elif family.type == "histogram":
             parts = hist_parts.setdefault(base, {"buckets": {}, "count": 0.0, "sum": 0.0})
             for sample in family.samples:
@@ -372,6 +385,35 @@ def histogram_quantile(q: float, hist: Optional[Histogram]) -> Optional[float]:
     return lower + (upper - lower) * (rank - count_lower) / in_bucket
 
 
+def quantile_bound(q: float, hist: Optional[Histogram]) -> Tuple[Optional[float], str]:
+    """The ``q``-quantile as a bucket can tell it: ``(value, relation)``.
+
+    ``relation`` is ``"="`` for a value interpolated between two bucket bounds, ``"<"``
+    when the rank falls in the first bucket (all the histogram can say is "below its
+    upper bound": interpolating from 0 would invent ``bound x q``, e.g. 50 ms and 99 ms
+    for TTFT buckets starting at 0.1 s), and ``">"`` when it falls in the ``+Inf`` bucket
+    (above the largest finite bound). ``(None, "=")`` for an empty histogram."""
+    value = histogram_quantile(q, hist)
+    if value is None or hist is None:
+        return None, "="
+    buckets = hist.buckets
+    total = max(c for _, c in buckets)
+    rank = q * total
+    first_le, first_count = buckets[0]
+    if first_count >= rank and not math.isinf(first_le):
+        return first_le, "<"
+    if len(buckets) >= 2 and buckets[-2][1] < rank:
+        return buckets[-2][0], ">"
+    return value, "="
+
+
+def histogram_mean(hist: Optional[Histogram]) -> Optional[float]:
+    """``_sum / _count``: the exact mean of the observations (no bucket artefact)."""
+    if hist is None or not hist.count or hist.count <= 0:
+        return None
+    return hist.sum / hist.count
+
+
 class WindowStats:
     """What happened between two snapshots. Counts are increases; ``*_p50`` / ``*_p99``
     in seconds; ``None`` where the metrics lack the data."""
@@ -385,6 +427,10 @@ class WindowStats:
         "verify_calls",
         "requests",
         "generation_tokens_per_s",
+        "decode_tokens",
+        "decode_tokens_per_s",
+        "ttft",
+        "itl",
         "ttft_p50",
         "ttft_p99",
         "itl_p50",
@@ -446,6 +492,9 @@ def window_stats(prev: MetricsSnapshot, cur: MetricsSnapshot, *more: MetricsSnap
     counters, histograms, resets = _pairs_increase(snapshots)
     elapsed = snapshots[-1].taken_at - snapshots[0].taken_at
     gen = counters.get("generation_tokens_total")
+    decode = counters.get(mode_key("realtime_tokens_total", "decode"))
+    if decode is None and all("realtime_tokens_total" in snap.counters for snap in snapshots):
+        decode = 0.0  # the counter exists (prefill modes) but no decode series yet: nothing decoded
     verify = counters.get("spec_verify_calls_total")
     accept = gen / verify if gen is not None and verify else None
     ttft = histograms.get("time_to_first_token_seconds")
@@ -460,6 +509,10 @@ def window_stats(prev: MetricsSnapshot, cur: MetricsSnapshot, *more: MetricsSnap
         verify_calls=verify,
         requests=counters.get("num_requests_total"),
         generation_tokens_per_s=(gen / elapsed) if gen is not None and elapsed > 0 else None,
+        decode_tokens=decode,
+        decode_tokens_per_s=(decode / elapsed) if decode is not None and elapsed > 0 else None,
+        ttft=ttft,
+        itl=itl,
         ttft_p50=histogram_quantile(0.5, ttft),
         ttft_p99=histogram_quantile(0.99, ttft),
         itl_p50=histogram_quantile(0.5, itl),
@@ -498,6 +551,22 @@ class MetricsWindow:
         if len(snaps) < 2:
             return None
         return window_stats(*snaps)
+
+    @property
+    def snapshots(self) -> List[MetricsSnapshot]:
+        return list(self._snapshots)
+
+    def stats_over(self, span_s: float) -> Optional[WindowStats]:
+        """Stats over the snapshots of the last ``span_s`` seconds (ending at the latest,
+        at least the latest two); ``None`` with fewer than two snapshots."""
+        snaps = self._snapshots
+        if len(snaps) < 2:
+            return None
+        end = snaps[-1].taken_at
+        chosen = [s for s in snaps if end - s.taken_at <= span_s + 1e-6]
+        if len(chosen) < 2:
+            chosen = [snaps[-2], snaps[-1]]
+        return window_stats(*chosen)
 
     def update_text(self, text: str, taken_at: Optional[float] = None) -> Optional[WindowStats]:
         """Parse /metrics text and :meth:`update` with it."""

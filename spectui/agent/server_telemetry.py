@@ -1,18 +1,16 @@
-"""Server frames: accept length, accept rate, throughput and load of each running server.
+"""Server frames: throughput, per-stream speed, accept length and rate, latency and load of
+each running server.
 
-Read next to the server, from three places (see SGLANG.md): ``/metrics`` (counters and
-histograms, parsed by prometheus_client), the server's log (Decode lines of any era), and
-``/server_info`` or ``/get_server_info`` (version, speculative settings, the cumulative
-``avg_spec_accept_length``). Every value says where it came from:
+Read next to the server, from three places: ``/metrics`` (counters, gauges and histograms,
+parsed by prometheus_client), the server's log (Decode lines of any era), and
+``/server_info`` or ``/get_server_info`` (version, speculative settings, internal states).
+Which source each figure takes, and the rules that keep it from lying (no zero from a window
+that saw no completion, stale only when nothing was decoded), are in ``live_figures``.
 
-* accept length over the last window: ``metrics-counters`` (Δgeneration_tokens /
-  Δspec_verify_calls, exact) where the counters exist, else ``decode-log``;
-* accept rate, named by formula: ``drafts-only`` = (L - 1) / (draft tokens - 1) and
-  ``incl-bonus/draft-tokens`` = L / draft tokens, both ``derived`` from L when the number
-  of draft tokens is known; a rate printed in the log keeps the formula of its era;
-* ``stale``: nothing was decoded since the last frame, so the value shown is the last one;
-* ``cumulative``: the server's own figure since start or the last /flush_cache.
-Throughput from counters is measured even when it is zero (an idle server is at 0 tok/s).
+Every figure carries ``source``, ``window_s`` (the span it was measured over, where it has
+one) and ``age_s`` (how old the newest data behind it is). The accept rate comes first in
+the formula of the server's release (``sglang_releases``), the other formula after it;
+``cumulative`` is the server's own figure since start or the last /flush_cache.
 """
 
 from __future__ import annotations
@@ -23,24 +21,21 @@ import time
 from urllib.error import HTTPError, URLError
 from urllib.request import urlopen
 
+from . import live_figures as lf
 from .logfollow import LogStream
-from .promwindow import MetricsUnavailable, MetricsWindow, parse_metrics
+from .promwindow import MetricsUnavailable, MetricsWindow, histogram_mean, parse_metrics, quantile_bound
 from .server_process import server_url
+from .sglang_releases import FORMULA_INCL_BONUS, FORMULAS, accept_rate_formula, old_formula_width, rate_from_length
 
 
 HTTP_TIMEOUT_S = 2.0
 SERVER_INFO_EVERY_S = 5.0
-LATENCY_SPAN_S = 30.0
 SERVING_STATES = ("ready", "unresponsive")
 
 
 def _get(url):
     with urlopen(url, timeout=HTTP_TIMEOUT_S) as resp:
         return resp.read()
-
-
-def _ms(seconds):
-    return None if seconds is None else round(seconds * 1000.0, 2)
 
 
 class ServerTelemetry(object):
@@ -50,16 +45,19 @@ class ServerTelemetry(object):
         self.name = record["name"]
         self.base = server_url(record.get("host"), record["port"])
         self.clock = clock
-        self.short = MetricsWindow()
-        self.long = MetricsWindow(span_s=LATENCY_SPAN_S)
+        self.window = MetricsWindow(span_s=lf.HISTORY_S)
         self.log = LogStream(record["log_path"], tail_bytes=0) if record.get("log_path") else None
         self.info = None
         self.info_at = None
         self.info_path = None
         self.seq = 0
-        self.last_accept = None  # (value, source)
-        self.last_rates = []
-        self.last_tput = None
+        self.last_decode = None
+        self.last_decode_at = None
+        self.log_gap = None
+        self.changes = lf.Changes()
+        self.hold_tput = lf.Holder()
+        self.hold_stream = lf.Holder()
+        self.hold_accept = lf.Holder()
         self.sources = {}
 
     # --- sources -------------------------------------------------------------------------
@@ -85,21 +83,26 @@ class ServerTelemetry(object):
         return self.info
 
     def _metrics(self):
+        """The newest snapshot (added to the window), or ``None``."""
         try:
             text = _get(self.base + "/metrics").decode("utf-8", "replace")
         except HTTPError as exc:
             self.sources["metrics"] = "HTTP %d (is --enable-metrics set?)" % exc.code
-            return None, None
+            return None
         except (URLError, OSError) as exc:
             self.sources["metrics"] = "unreachable (%s)" % (getattr(exc, "reason", None) or exc)
-            return None, None
+            return None
         try:
             snap = parse_metrics(text, taken_at=self.clock())
         except MetricsUnavailable as exc:
             self.sources["metrics"] = str(exc)
-            return None, None
+            return None
+        except ValueError as exc:
+            self.sources["metrics"] = "not Prometheus text (%s)" % exc
+            return None
         self.sources["metrics"] = "ok"
-        return self.short.update(snap), (self.long.update(snap), snap)
+        self.window.update(snap)
+        return snap
 
     def _decode_records(self):
         if self.log is None:
@@ -114,94 +117,117 @@ class ServerTelemetry(object):
 
     # --- frame -----------------------------------------------------------------------------
     def frame(self, state):
+        now = self.clock()
         info = self._server_info() or {}
-        short, longer = self._metrics()
-        long_ws, snap = longer if longer else (None, None)
+        snap = self._metrics()
         decodes = self._decode_records()
-        last_decode = decodes[-1] if decodes else None
+        if decodes:
+            if self.last_decode_at is not None:  # how often Decode lines come (--decode-log-interval steps)
+                gap = (now - self.last_decode_at) / len(decodes)
+                self.log_gap = gap if self.log_gap is None else 0.8 * self.log_gap + 0.2 * gap
+            self.last_decode, self.last_decode_at = decodes[-1], now
+        log_rec = self.last_decode
+        log_age = None if self.last_decode_at is None else now - self.last_decode_at
+        gauges = snap.gauges if snap is not None else {}
+        have_metrics = snap is not None
+        w = self.window
+        rate_ws = w.stats_over(lf.RATE_SPAN_S) if have_metrics else None
+        stream_ws = w.stats_over(lf.STREAM_SPAN_S) if have_metrics else None
+        long_ws = w.stats_over(lf.LATENCY_SPAN_S) if have_metrics else None
+
         algorithm = info.get("speculative_algorithm")
         speculative = algorithm not in (None, "", "NONE", "None")
-        draft_tokens = info.get("speculative_num_draft_tokens")
-        if draft_tokens is None and snap is not None:
-            draft_tokens = snap.gauges.get("spec_num_draft_tokens")
-        gauges = snap.gauges if snap is not None else {}
-
-        # accept length
-        accept = None
-        if speculative:
-            if short is not None and short.accept_length is not None:
-                accept = {"value": round(short.accept_length, 4), "source": "metrics-counters", "stale": False}
-            elif (short is None or short.verify_calls is None) and last_decode and last_decode.get("accept_len") is not None:
-                accept = {"value": last_decode["accept_len"], "source": "decode-log", "stale": False}
-            elif self.last_accept is not None:
-                accept = {"value": self.last_accept[0], "source": self.last_accept[1], "stale": True}
-            if accept is not None and not accept["stale"]:
-                self.last_accept = (accept["value"], accept["source"])
-
-        # accept rates
-        rates = []
-        if accept is not None:
-            length = accept["value"]
-            if draft_tokens:
-                d = float(draft_tokens)
-                if d > 1:
-                    rates.append({"value": round((length - 1.0) / (d - 1.0), 4), "formula": "drafts-only",
-                                  "source": "derived", "stale": accept["stale"]})
-                rates.append({"value": round(length / d, 4), "formula": "incl-bonus/draft-tokens",
-                              "source": "derived", "stale": accept["stale"]})
-            if last_decode and last_decode.get("accept_rate") is not None:
-                rates.append({"value": last_decode["accept_rate"], "formula": last_decode.get("accept_rate_formula"),
-                              "source": "decode-log", "stale": False})
-            elif accept["stale"]:
-                rates.extend(dict(r, stale=True) for r in self.last_rates if r["source"] == "decode-log")
-            if not accept["stale"]:
-                self.last_rates = rates
-
-        # throughput
-        if short is not None and short.generation_tokens_per_s is not None:
-            tput = {"value": round(short.generation_tokens_per_s, 2), "source": "metrics-counters", "stale": False}
-        elif last_decode and last_decode.get("gen_throughput") is not None:
-            tput = {"value": last_decode["gen_throughput"], "source": "decode-log", "stale": False}
-        elif self.last_tput is not None:
-            tput = dict(self.last_tput, stale=True)
-        else:
-            tput = None
-        if tput is not None and not tput["stale"]:
-            self.last_tput = tput
-
-        cumulative = None
-        states = info.get("internal_states") or []
-        cum = [s.get("avg_spec_accept_length") for s in states if isinstance(s, dict)
-               and s.get("avg_spec_accept_length") is not None]
-        if speculative and cum:
-            cumulative = {"value": round(sum(cum) / len(cum), 4), "source": "server_info", "cumulative": True}
+        version = info.get("version")
+        # the live draft width (adaptive speculation can change it) before the launch flag
+        draft_tokens = gauges.get("spec_num_draft_tokens") or info.get("speculative_num_draft_tokens")
+        if isinstance(draft_tokens, float) and draft_tokens.is_integer():
+            draft_tokens = int(draft_tokens)
+        if not speculative:
+            draft_tokens = info.get("speculative_num_draft_tokens") if algorithm else None
 
         def load(key, log_key):
             if key in gauges:
                 return gauges[key]
-            return last_decode.get(log_key) if last_decode else None
+            return log_rec.get(log_key) if log_rec else None
+
+        running = load("num_running_reqs", "running_req")
+        decoding = rate_ws.decode_tokens if rate_ws is not None else None
+        if decoding is not None:
+            busy = decoding > 0
+        else:
+            quiet_after = max(3.0, 3.0 * (self.log_gap or 0.0))
+            busy = bool(decodes) or (log_age is not None and log_age <= quiet_after) or bool(
+                rate_ws is not None and rate_ws.generation_tokens) or bool("num_running_reqs" in gauges and running)
+        if running is None:
+            running = 1 if busy else None
+
+        tput = lf.throughput(now, rate_ws, long_ws, gauges, log_rec, log_age, info, self.changes, running,
+                             self.hold_tput, busy)
+        stream = lf.per_stream(now, stream_ws, long_ws, tput, running, self.hold_stream)
+
+        accept = None
+        rates = []
+        if speculative:
+            verify_total = snap.counters.get("spec_verify_calls_total") if snap is not None else None
+            verify_age = self.changes.see("spec_verify_calls_total", verify_total, now) \
+                if verify_total is not None else None
+            acc_ws = w.stats_over(lf.ACCEPT_SPAN_S) if have_metrics else None
+            accept = lf.accept_length(now, acc_ws, verify_age, gauges, log_rec, log_age, self.changes, busy,
+                                      self.hold_accept)
+            rates = self._rates(accept, draft_tokens, version, log_rec, log_age, info.get("speculative_num_steps"))
+
+        cumulative = None
+        cum = lf.mean_states(info, "avg_spec_accept_length")
+        if speculative and cum is not None:
+            cumulative = {"value": round(cum, 4), "source": "server_info", "cumulative": True}
 
         self.seq += 1
-        lat = long_ws
         return {
             "name": self.name, "seq": self.seq, "t": time.time(), "state": state,
-            "window_s": round(short.elapsed_s, 3) if short is not None else None,
+            "window_s": round(rate_ws.elapsed_s, 3) if rate_ws is not None else None,
             "accept_length": accept,
             "accept_rate": rates,
             "cumulative_accept_length": cumulative,
             "gen_throughput": tput,
-            "running_req": load("num_running_reqs", "running_req"),
+            "per_stream": stream,
+            "running_req": running,
             "queue_req": load("num_queue_reqs", "queue_req"),
             "token_usage": load("token_usage", "token_usage"),
-            "ttft_ms": {"p50": _ms(lat.ttft_p50), "p99": _ms(lat.ttft_p99)} if lat and lat.ttft_p50 is not None else None,
-            "itl_ms": {"p50": _ms(lat.itl_p50), "p99": _ms(lat.itl_p99)} if lat and lat.itl_p50 is not None else None,
+            "ttft_ms": lf.latency(long_ws, "ttft", quantile_bound, histogram_mean),
+            "itl_ms": lf.latency(long_ws, "itl", quantile_bound, histogram_mean),
             "speculative": {"algorithm": algorithm if speculative else None,
-                            "num_steps": info.get("speculative_num_steps"),
-                            "topk": info.get("speculative_eagle_topk"),
-                            "draft_tokens": draft_tokens},
-            "version": info.get("version"),
+                            "num_steps": info.get("speculative_num_steps") if speculative else None,
+                            "topk": info.get("speculative_eagle_topk") if speculative else None,
+                            "draft_tokens": draft_tokens if speculative else None},
+            "version": version,
             "sources": dict(self.sources),
         }
+
+    def _rates(self, accept, draft_tokens, version, log_rec, log_age, num_steps=None):
+        """The headline accept rate first (the release's formula), then the other formula,
+        then the rate as the log printed it when it has one."""
+        if accept is None or accept.get("value") is None:
+            return []
+        log_formula = log_rec.get("accept_rate_formula") if log_rec else None
+        formula = accept_rate_formula(version) or log_formula or FORMULAS[0]
+        order = [formula] + [f for f in FORMULAS if f != formula]
+        out = []
+        for f in order:
+            width = old_formula_width(version, num_steps, draft_tokens) if f == FORMULA_INCL_BONUS else draft_tokens
+            v = rate_from_length(accept["value"], width, f)
+            if v is not None:
+                out.append({"value": round(v, 4), "formula": f, "source": "derived", "stale": accept["stale"],
+                            "window_s": accept.get("window_s"), "of": accept["source"]})
+        if log_rec and log_rec.get("accept_rate") is not None and log_age is not None and log_age <= lf.FRESH_S:
+            logged = min(1.0, max(0.0, float(log_rec["accept_rate"])))
+            f = accept_rate_formula(version) or log_formula
+            entry = {"value": round(logged, 4), "formula": f, "source": "decode-log", "stale": False}
+            if accept["source"] == "decode-log" and f == formula:
+                out.insert(0, entry)  # the server's own figure over the same window
+                out = [out[0]] + [r for r in out[1:] if r["formula"] != formula]
+            else:
+                out.append(entry)
+        return out
 
     def close(self):
         if self.log is not None:

@@ -1,16 +1,26 @@
 """Following one server: its process, its log and its health, as lifecycle states.
 
 ``starting`` -> ``loading`` (weight-loading progress from the log) -> ``ready`` once the
-readiness line has appeared and ``/health_generate`` answers 200. A process that exits
-before ready is ``failed`` (reason from the log); a ready one that dies is ``crashed``;
-one that stops answering ``/health_generate`` for ``UNRESPONSIVE_AFTER_S`` is
+readiness line has appeared and the server answers a request that generates nothing.
+A process that exits before ready is ``failed`` (reason from the log); a ready one that
+dies is ``crashed``; one that stops answering for ``UNRESPONSIVE_AFTER_S`` is
 ``unresponsive``.
+
+spectui never sends a request the user did not ask for: ``/health_generate`` makes the
+server generate a token, and so does ``/health`` in recent releases (sglang 0.5.23 wheel,
+``sglang/srt/entrypoints/http_server.py:718-790``: both routes share ``health_generate``
+unless ``SGLANG_ENABLE_HEALTH_ENDPOINT_GENERATION`` is false), which shows up as a running
+request on an idle server. So health is asked of ``/server_info`` (``/get_server_info`` on
+old releases), which the tokenizer answers by asking each scheduler for its internal state
+(``http_server.py:863-880``, ``get_internal_state``): it fails when a scheduler is hung,
+yet generates nothing. ``/ready`` (new releases) or ``/model_info`` is tried when neither
+exists.
 """
 
 from __future__ import annotations
 
 import re
-from urllib.error import URLError
+from urllib.error import HTTPError, URLError
 from urllib.request import urlopen
 import time
 from collections import deque
@@ -31,11 +41,34 @@ _REASONS = (
 )
 
 
-def health_ok(host, port, path="/health_generate"):
-    try:
-        with urlopen(server_url(host, port, path), timeout=HEALTH_TIMEOUT_S) as resp:
-            return resp.status == 200
-    except (URLError, OSError, ValueError):  # HTTPError (503 while starting) is a URLError
+HEALTH_PATHS = ("/server_info", "/get_server_info", "/ready", "/model_info", "/get_model_info")
+
+
+class HealthCheck(object):
+    """Asks a server whether it is alive without making it generate (see the module docstring);
+    remembers which of :data:`HEALTH_PATHS` the server has."""
+
+    def __init__(self, host, port):
+        self.host = host
+        self.port = port
+        self.path = None
+        self.last_path = HEALTH_PATHS[0]
+
+    def __call__(self):
+        paths = [self.path] if self.path else HEALTH_PATHS
+        for path in paths:
+            self.last_path = path
+            try:
+                with urlopen(server_url(self.host, self.port, path), timeout=HEALTH_TIMEOUT_S) as resp:
+                    if resp.status == 200:
+                        self.path = path
+                        return True
+            except HTTPError as exc:
+                if exc.code == 404 and self.path is None:
+                    continue  # not on this release: try the next one
+                return False
+            except (URLError, OSError, ValueError):
+                return False
         return False
 
 
@@ -53,6 +86,7 @@ class ServerWatch(object):
         self.last_health_ok = None
         self.last_health_at = 0.0
         self.exit_status = None
+        self.health = HealthCheck(record.get("host"), record["port"])
 
     def _absorb(self, records):
         changed = False
@@ -140,7 +174,7 @@ class ServerWatch(object):
             return True
         now = self.clock()
         if state in ("starting", "loading"):
-            if self.ready_line and health_ok(r.get("host"), r["port"]):
+            if self.ready_line and self.health():
                 r["state"] = "ready"
                 r["ready_at"] = time.time()
                 self.last_health_ok = now
@@ -149,7 +183,7 @@ class ServerWatch(object):
             return changed
         if now - self.last_health_at >= HEALTH_EVERY_S:
             self.last_health_at = now
-            if health_ok(r.get("host"), r["port"]):
+            if self.health():
                 self.last_health_ok = now
                 if state == "unresponsive":
                     r["state"] = "ready"
@@ -159,6 +193,6 @@ class ServerWatch(object):
                 self.last_health_ok = now
             elif now - self.last_health_ok >= r.get("unresponsive_after_s", UNRESPONSIVE_AFTER_S) and state == "ready":
                 r["state"] = "unresponsive"
-                r["reason"] = "no answer from /health_generate for %d s" % (now - self.last_health_ok)
+                r["reason"] = "no answer from %s for %d s" % (self.health.last_path, now - self.last_health_ok)
                 return True
         return changed

@@ -1,20 +1,29 @@
 """Server telemetry frames as the console holds them (the agent's ``server_frame`` events).
 
-Every number carries where it came from; a value that did not move since the last frame
-is ``stale``; the server's own cumulative figures are marked ``cumulative``.
+Every number carries where it came from (``source``), the span it was measured over
+(``window_s``) and the age of the newest data behind it (``age_s``); a value kept from an
+earlier measurement because nothing newer exists is ``held``; one with nothing decoded
+since is ``stale``; ``measuring`` means requests run but no source can tell the figure yet;
+the server's own cumulative figures are marked ``cumulative``.
 
 Event data (``server_frame``), as the agent sends it::
 
-    {"name": "kimi-eagle3", "seq": 12, "t": 1764496800.0, "window_s": 1.0, "state": "ready",
-     "accept_length": {"value": 2.01, "source": "metrics-counters", "stale": false},
+    {"name": "kimi-eagle3", "seq": 12, "t": 1764496800.0, "window_s": 2.0, "state": "ready",
+     "accept_length": {"value": 2.01, "source": "metrics-counters", "stale": false, "window_s": 30.0,
+                       "age_s": 0.8, "requests": 14},
      "accept_rate": [{"value": 0.337, "formula": "drafts-only", "source": "derived", "stale": false},
                      {"value": 0.502, "formula": "incl-bonus/draft-tokens", "source": "derived", "stale": false}],
      "cumulative_accept_length": {"value": 1.98, "source": "server_info", "cumulative": true},
-     "gen_throughput": {"value": 60.2, "source": "metrics-counters", "stale": false},
+     "gen_throughput": {"value": 58.1, "source": "realtime-counter", "stale": false, "window_s": 2.0, "age_s": 0.0},
+     "per_stream": {"value": 60.2, "source": "itl-histogram", "stale": false, "window_s": 5.0, "age_s": 0.0},
      "running_req": 1, "queue_req": 0, "token_usage": 0.01,
-     "ttft_ms": {"p50": 41.0, "p99": 80.0}, "itl_ms": {"p50": 33.0, "p99": 35.0},
+     "ttft_ms": {"p50": 100.0, "p50_rel": "<", "p99": 100.0, "p99_rel": "<", "mean": 41.0, "count": 12,
+                 "source": "metrics-histogram", "window_s": 30.0},
+     "itl_ms": {"p50": 16.4, "p50_rel": "=", "p99": 30.1, "p99_rel": "=", "mean": 16.6, ...},
      "speculative": {"algorithm": "EAGLE3", "num_steps": 3, "topk": 1, "draft_tokens": 4},
      "version": "0.5.23", "sources": {"metrics": "ok", "log": "ok", "server_info": "ok"}}
+
+``accept_rate`` lists the headline first: the formula of the server's release.
 """
 
 from __future__ import annotations
@@ -31,12 +40,18 @@ class Measured:
     stale: bool = False
     cumulative: bool = False
     formula: str | None = None
+    window_s: float | None = None
+    age_s: float | None = None
+    held: bool = False
+    measuring: bool = False
+    of: str | None = None
 
     @classmethod
     def from_dict(cls, d: dict | None) -> "Measured":
         if not d:
             return cls(None)
-        return cls(d.get("value"), d.get("source"), bool(d.get("stale")), bool(d.get("cumulative")), d.get("formula"))
+        return cls(d.get("value"), d.get("source"), bool(d.get("stale")), bool(d.get("cumulative")), d.get("formula"),
+                   d.get("window_s"), d.get("age_s"), bool(d.get("held")), bool(d.get("measuring")), d.get("of"))
 
 
 @dataclass(frozen=True)
@@ -50,6 +65,7 @@ class ServerFrame:
     accept_rates: tuple[Measured, ...]
     cumulative_accept_length: Measured
     gen_throughput: Measured
+    per_stream: Measured
     running_req: int | None
     queue_req: int | None
     token_usage: float | None
@@ -68,6 +84,7 @@ class ServerFrame:
             accept_rates=tuple(Measured.from_dict(x) for x in d.get("accept_rate") or ()),
             cumulative_accept_length=Measured.from_dict(d.get("cumulative_accept_length")),
             gen_throughput=Measured.from_dict(d.get("gen_throughput")),
+            per_stream=Measured.from_dict(d.get("per_stream")),
             running_req=d.get("running_req"), queue_req=d.get("queue_req"), token_usage=d.get("token_usage"),
             ttft_ms=d.get("ttft_ms"), itl_ms=d.get("itl_ms"), speculative=d.get("speculative") or {},
             version=d.get("version"), sources=d.get("sources") or {},
@@ -87,19 +104,20 @@ class ServerSeries:
     capacity: int = 3600
     accept_length: RingBuffer = field(init=False)
     gen_throughput: RingBuffer = field(init=False)
+    per_stream: RingBuffer = field(init=False)
     running_req: RingBuffer = field(init=False)
     latest: ServerFrame | None = None
 
     def __post_init__(self) -> None:
         self.accept_length = RingBuffer(self.capacity)
         self.gen_throughput = RingBuffer(self.capacity)
+        self.per_stream = RingBuffer(self.capacity)
         self.running_req = RingBuffer(self.capacity)
 
     def add(self, frame: ServerFrame) -> None:
         self.latest = frame
-        # A stale value is not a new measurement: the chart shows a gap, not a repeat.
-        al = frame.accept_length
-        self.accept_length.append(None if al.stale else al.value)
-        gt = frame.gen_throughput
-        self.gen_throughput.append(None if gt.stale else gt.value)
+        # A stale or held value is not a new measurement: the chart shows a gap, not a repeat.
+        for ring, m in ((self.accept_length, frame.accept_length), (self.gen_throughput, frame.gen_throughput),
+                        (self.per_stream, frame.per_stream)):
+            ring.append(None if m.stale or m.held else m.value)
         self.running_req.append(frame.running_req)

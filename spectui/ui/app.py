@@ -49,7 +49,7 @@ from spectui.ui.screens.logs import LogScreen
 REFRESH_HZ = 4.0
 LOG_POLL_S = 1.0
 SERVER_INTERVAL_S = 1.0  # server frames; --telemetry-hz sets the GPU rate only
-TRAFFIC_CONCURRENCY = 2
+TRAFFIC_CONCURRENCY = (1, 4, 16)  # c cycles; the first is the default (the story's figures are at 1)
 LIVE = snapshots.LIVE
 
 
@@ -79,6 +79,8 @@ class SpectuiApp(BenchActions, ProbeActions, SourceActions, App):
         self.traffic_available = self.demo
         self.traffic_wanted = self.demo and traffic
         self.traffic_on = False
+        self.traffic_concurrency = TRAFFIC_CONCURRENCY[0]
+        self.rate_choice = 0  # which accept-rate formula the speculative panel shows first (a cycles)
         self._traffic_session = None
         self.switch_results: dict[str, dict] = {}
         self.switch_errors: dict[str, str] = {}  # a switch the agent refused (port in use, GPUs busy, ...)
@@ -245,7 +247,8 @@ class SpectuiApp(BenchActions, ProbeActions, SourceActions, App):
             "header": snapshots.header_view(link, traffic=self.traffic_on if self.traffic_available else None,
                                             busy=None if self.bench_measuring() else self.busy,  # the banner says
                                             interconnect=self.interconnect,
-                                            traffic_paused=self.bench_measuring() and self.traffic_wanted),
+                                            traffic_paused=self.bench_measuring() and self.traffic_wanted,
+                                            traffic_streams=self.traffic_concurrency),
             "profiles": snapshots.profiles_view(link, self.profiles, self.highlight, self.profile_errors, switching,
                                                 self.marked, self.compare_baseline()),
             "gpus": snapshots.gpu_view(link),
@@ -257,7 +260,7 @@ class SpectuiApp(BenchActions, ProbeActions, SourceActions, App):
                       for n, s in link.series.items()}
         be, why = self._breakeven.explain(link, name, algorithms) if name else (None, "")
         predicted = snapshots.predicted_view(self.probes.get(name)) if name else None
-        views["spec"] = snapshots.spec_view(link, name, profile, be, why, predicted)
+        views["spec"] = snapshots.spec_view(link, name, profile, be, why, predicted, rate_choice=self.rate_choice)
         views["throughput"] = snapshots.throughput_view(link, name)
         buf = self.logs.get(name) if name else None
         views["logtail"] = snapshots.log_tail_view(name, buf.tail(snapshots.LOG_TAIL) if buf and buf.offset is not None
@@ -540,6 +543,23 @@ class SpectuiApp(BenchActions, ProbeActions, SourceActions, App):
         self.traffic_wanted = not self.traffic_wanted
         self.set_traffic(self.traffic_wanted)
 
+    def cycle_traffic_concurrency(self) -> None:
+        if not self.traffic_available:
+            self.notify("spectui sends no requests to a real host's servers unless asked (benchmarks).",
+                        severity="warning")
+            return
+        i = TRAFFIC_CONCURRENCY.index(self.traffic_concurrency) if self.traffic_concurrency in TRAFFIC_CONCURRENCY else -1
+        self.traffic_concurrency = TRAFFIC_CONCURRENCY[(i + 1) % len(TRAFFIC_CONCURRENCY)]
+        n = self.traffic_concurrency
+        self.notify(f"Demo traffic: {n} concurrent request{'s' if n > 1 else ''}"
+                    + ("" if self.traffic_wanted else " (press t to turn it on)"))
+        if self.traffic_wanted and not self.bench_measuring():
+            self.set_traffic(True)
+
+    def cycle_rate_formula(self) -> None:
+        self.rate_choice += 1
+        self.refresh_now()
+
     @work(group="traffic", exclusive=True, exit_on_error=False)
     async def set_traffic(self, on: bool) -> None:
         link = self.link
@@ -547,7 +567,7 @@ class SpectuiApp(BenchActions, ProbeActions, SourceActions, App):
             return
         try:
             if on:
-                await link.session.client.call("traffic.start", {"concurrency": TRAFFIC_CONCURRENCY})
+                await link.session.client.call("traffic.start", {"concurrency": self.traffic_concurrency})
             else:
                 await link.session.client.call("traffic.stop")
             self.traffic_on = on

@@ -32,7 +32,11 @@ DASHBOARD = [
                                                             "results"),
     Binding("p", "probe", "Probe", tooltip="Run the verify-cost probe for the highlighted profile: its predicted "
                                            "break-even L* (saved to history)"),
-    Binding("t", "traffic", "Traffic", tooltip="Demo only: toggle the light background load"),
+    Binding("t", "traffic", "Traffic", tooltip="Demo only: toggle the background load (varied prompts, sampled)"),
+    Binding("c", "traffic_concurrency", "Streams", show=False,
+            tooltip="Demo only: cycle the background load's concurrent requests, 1 / 4 / 16"),
+    Binding("a", "rate_formula", "Rate formula", show=False,
+            tooltip="Show the accept rate in the other formula (the server's release decides the first)"),
     Binding("question_mark", "help", "Help", tooltip="Show every key"),
     Binding("q", "quit_console", "Quit", tooltip="Quit (servers on a real host keep running; the demo stops its own)"),
 ]

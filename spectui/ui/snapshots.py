@@ -21,6 +21,7 @@ from spectui.ui.views import (
     GpuRow,
     GpuView,
     HeaderView,
+    Latency,
     LogTailView,
     PredictedLStar,
     ProfileRow,
@@ -44,7 +45,7 @@ def value(m: Measured | None) -> Value:
     v = m.value
     if v is not None and isinstance(v, float) and math.isnan(v):
         v = None
-    return Value(v, m.source, m.stale, m.cumulative, m.formula)
+    return Value(v, m.source, m.stale, m.cumulative, m.formula, m.window_s, m.age_s, m.held, m.measuring, m.of)
 
 
 def settings_text(settings: dict) -> str:
@@ -72,7 +73,7 @@ def profile_algorithm(record: dict | None, profile: Profile | None, frame: Serve
 
 # --- header and banner ------------------------------------------------------------------------------------
 def header_view(link: HostLink, *, traffic: bool | None, busy: str | None, interconnect: str | None = None,
-                traffic_paused: bool = False) -> HeaderView:
+                traffic_paused: bool = False, traffic_streams: int | None = None) -> HeaderView:
     facts = link.facts or {}
     frame = link.gpu
     gpus = frame.gpus if frame is not None and frame.gpus else ()
@@ -93,7 +94,7 @@ def header_view(link: HostLink, *, traffic: bool | None, busy: str | None, inter
         host = f"{host} ({hostname})"
     rtt = None if link.rtt_ms is None else round(link.rtt_ms, 1)
     return HeaderView(host, link.target.kind, bool(facts.get("simulated", link.target.simulated)), model, count,
-                      sglang, link.state.value, rtt, traffic, busy, interconnect, traffic_paused)
+                      sglang, link.state.value, rtt, traffic, busy, interconnect, traffic_paused, traffic_streams)
 
 
 def banner_view(link: HostLink, activity: str | None = None) -> BannerView:
@@ -264,7 +265,7 @@ class BreakEvenCache:
             out = {}
             for n, s in link.series.items():
                 algo = algorithms.get(n)
-                pairs = derive.concurrency_one(s.accept_length.values(), s.gen_throughput.values(), s.running_req.values())
+                pairs = derive.concurrency_one(s.accept_length.values(), s.per_stream.values(), s.running_req.values())
                 out[n] = (algo, derive.speculative_step_ms(pairs) if algo else derive.baseline_step_ms(pairs))
             self._steps = out
         return self._steps
@@ -314,7 +315,7 @@ def predicted_view(record: dict | None) -> PredictedLStar | None:
 
 
 def spec_view(link: HostLink, name: str | None, profile: Profile | None, breakeven: BreakEven | None,
-              breakeven_note: str = "", predicted: PredictedLStar | None = None) -> SpecView:
+              breakeven_note: str = "", predicted: PredictedLStar | None = None, rate_choice: int = 0) -> SpecView:
     if name is None:
         return SpecView(None)
     rec = link.servers.get(name)
@@ -337,16 +338,25 @@ def spec_view(link: HostLink, name: str | None, profile: Profile | None, breakev
     seen = [v for v in pts if v is not None]
     if seen:
         hi = max(hi or 0.0, max(seen))
+    rates = tuple(value(r) for r in frame.accept_rates)
+    if rates:  # the headline first (the server's formula); a rotates the others in
+        k = rate_choice % len(rates)
+        rates = rates[k:] + rates[:k]
     return SpecView(name, algo, settings, value(frame.accept_length), value(frame.cumulative_accept_length),
-                    tuple(value(r) for r in frame.accept_rates), pts, hi, breakeven, stale,
+                    rates[:1], len(rates), pts, hi, breakeven, stale,
                     breakeven_note=breakeven_note or "L* (break-even): needs a baseline run here",
-                    predicted=predicted)
+                    predicted=predicted, series_span_s=_span(link, len(pts)))
 
 
-def _pct(d: dict | None) -> tuple[float | None, float | None] | None:
-    if not isinstance(d, dict):
+def _span(link: HostLink, points: int) -> float | None:
+    return points * link.server_interval_s if points else None
+
+
+def latency_view(d: dict | None) -> Latency | None:
+    if not isinstance(d, dict) or not d.get("count"):
         return None
-    return (d.get("p50"), d.get("p99"))
+    return Latency(d.get("mean"), d.get("p50"), d.get("p50_rel") or "=", d.get("p99"), d.get("p99_rel") or "=",
+                   int(d.get("count") or 0), d.get("window_s"), d.get("source"))
 
 
 def throughput_view(link: HostLink, name: str | None) -> ThroughputView:
@@ -358,9 +368,11 @@ def throughput_view(link: HostLink, name: str | None) -> ThroughputView:
         state = (link.servers.get(name) or {}).get("state", "stopped")
         msg = "no data: waiting for server telemetry" if state == "ready" else f"no data ({name} is {state})"
         return ThroughputView(name, message=msg, stale=not link.connected)
-    return ThroughputView(name, value(frame.gen_throughput), clean(series.gen_throughput.values(CHART_POINTS)),
-                          frame.running_req, frame.queue_req, frame.token_usage, _pct(frame.ttft_ms),
-                          _pct(frame.itl_ms), _frame_stale(link, frame))
+    pts = clean(series.per_stream.values(CHART_POINTS))
+    return ThroughputView(name, value(frame.gen_throughput), pts, frame.running_req, frame.queue_req,
+                          frame.token_usage, latency_view(frame.ttft_ms), latency_view(frame.itl_ms),
+                          _frame_stale(link, frame), per_stream=value(frame.per_stream),
+                          series_span_s=_span(link, len(pts)))
 
 
 def log_tail_view(name: str | None, lines: tuple[str, ...] | None, error: str | None, stale: bool) -> LogTailView:

@@ -18,6 +18,26 @@ class Value:
     stale: bool = False
     cumulative: bool = False
     formula: str | None = None
+    window_s: float | None = None
+    age_s: float | None = None
+    held: bool = False             # the last good value, shown because nothing newer exists
+    measuring: bool = False        # requests run, but no source can tell the figure yet
+    of: str | None = None          # a rate derived from an accept length: that length's source
+
+
+@dataclass(frozen=True)
+class Latency:
+    """One latency histogram over a window: mean (exact, from _sum/_count) and quantiles,
+    each with what a bucket can tell ("<": below the first bucket's bound)."""
+
+    mean: float | None
+    p50: float | None
+    p50_rel: str
+    p99: float | None
+    p99_rel: str
+    count: int
+    window_s: float | None
+    source: str | None
 
 
 @dataclass(frozen=True)
@@ -34,6 +54,7 @@ class HeaderView:
     busy: str | None = None
     interconnect: str | None = None  # "8x H100 80GB HBM3, NVLink (18 links), NVSwitch", from the host's topology
     traffic_paused: bool = False   # the demo traffic is paused while a benchmark measures
+    traffic_streams: int | None = None  # concurrent demo requests (c cycles 1 / 4 / 16)
 
 
 @dataclass(frozen=True)
@@ -148,7 +169,8 @@ class SpecView:
     settings: str = ""
     accept: Value = field(default_factory=lambda: Value(None))
     cumulative: Value = field(default_factory=lambda: Value(None))
-    rates: tuple[Value, ...] = ()
+    rates: tuple[Value, ...] = ()  # the one shown first; a cycles through the others
+    rate_count: int = 0
     series: tuple[float | None, ...] = ()
     scale_max: float | None = None
     breakeven: BreakEven | None = None
@@ -156,20 +178,23 @@ class SpecView:
     message: str | None = None
     breakeven_note: str = ""
     predicted: PredictedLStar | None = None
+    series_span_s: float | None = None
 
 
 @dataclass(frozen=True)
 class ThroughputView:
     name: str | None
     gen: Value = field(default_factory=lambda: Value(None))
-    series: tuple[float | None, ...] = ()
+    series: tuple[float | None, ...] = ()   # per-stream tok/s, one point a frame
     running: int | None = None
     queued: int | None = None
     token_usage: float | None = None
-    ttft_ms: tuple[float | None, float | None] | None = None
-    itl_ms: tuple[float | None, float | None] | None = None
+    ttft: Latency | None = None
+    itl: Latency | None = None
     stale: bool = False
     message: str | None = None
+    per_stream: Value = field(default_factory=lambda: Value(None))
+    series_span_s: float | None = None      # the time the chart spans (its x axis)
 
 
 @dataclass(frozen=True)

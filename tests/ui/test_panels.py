@@ -30,7 +30,7 @@ class PanelHost(App):
 
 
 def frame(name="kimi-eagle3", seq=1, *, accept=2.01, accept_stale=False, tps=60.2, running=1, algorithm="EAGLE3",
-          cumulative=1.98, rates=True, t=None):
+          cumulative=1.98, rates=True, t=None, stream="same"):
     now = time.time() if t is None else t
     d = {
         "name": name, "seq": seq, "t": now, "window_s": 1.0, "state": "ready",
@@ -42,9 +42,14 @@ def frame(name="kimi-eagle3", seq=1, *, accept=2.01, accept_stale=False, tps=60.
         ] if rates else [],
         "cumulative_accept_length": None if cumulative is None else {"value": cumulative, "source": "server_info",
                                                                      "cumulative": True},
-        "gen_throughput": {"value": tps, "source": "metrics-counters", "stale": False},
+        "gen_throughput": {"value": tps, "source": "realtime-counter", "stale": False, "window_s": 2.0, "age_s": 0.0},
+        "per_stream": {"value": tps if stream == "same" else stream, "source": "itl-histogram", "stale": False,
+                       "window_s": 5.0, "age_s": 0.0},
         "running_req": running, "queue_req": 0, "token_usage": 0.01,
-        "ttft_ms": {"p50": 41.0, "p99": 80.0}, "itl_ms": {"p50": 33.0, "p99": 35.0},
+        "ttft_ms": {"p50": 100.0, "p50_rel": "<", "p99": 100.0, "p99_rel": "<", "mean": 41.0, "count": 12,
+                    "source": "metrics-histogram", "window_s": 30.0},
+        "itl_ms": {"p50": 33.0, "p50_rel": "=", "p99": 35.0, "p99_rel": "=", "mean": 33.4, "count": 800,
+                   "source": "metrics-histogram", "window_s": 30.0},
         "speculative": {"algorithm": algorithm, "num_steps": 3 if algorithm else None, "topk": 1 if algorithm else None,
                         "draft_tokens": 4 if algorithm else None},
         "version": "0.5.23", "sources": {"metrics": "ok"},
@@ -77,10 +82,14 @@ async def test_speculative_panel_shows_accept_length_rates_formulas_and_marks():
     view = snapshots.spec_view(link, "kimi-eagle3", None, None)
     text, title = await shown(SpecPanel(), view, size=(110, 18))
     assert "accept length 2.01" in text
-    assert "(metrics-counters)" in text
-    assert "drafts-only" in text and "33.7%" in text
-    assert "incl-bonus/draft-tokens" in text and "50.2%" in text
+    assert "(finished requests' counters)" in text
+    # one accept-rate row: the headline first (the server's formula); a shows the other
+    assert "drafts-only" in text and "33.7%" in text and "a: other (2)" in text
+    assert "incl-bonus/draft-tokens" not in text and "50.2%" not in text
     assert "correct drafts / (steps × (draft tokens − 1))" in text
+    other = snapshots.spec_view(link, "kimi-eagle3", None, None, rate_choice=1)
+    text2, _ = await shown(SpecPanel(), other, size=(110, 18))
+    assert "incl-bonus/draft-tokens" in text2 and "50.2%" in text2 and "33.7%" not in text2
     assert "since start   1.98 cumulative (server_info)" in text
     assert "stale" not in text
     assert "EAGLE3" in title
@@ -107,7 +116,7 @@ async def test_break_even_from_frames_at_one_request():
     spec += [frame("kimi-eagle3", i, accept=2.0, tps=60.0) for i in range(2, 10)]
     spec += [frame("kimi-eagle3", 10 + i, accept=3.5, tps=140.0, running=3) for i in range(5)]  # ignored
     spec += [frame("kimi-eagle3", 19, accept=2.8, tps=130.0)]  # the window began at 3 requests: ignored
-    # counters move in steps: a window with no new tokens reads 0 tok/s and still counts
+    # a frame whose per-stream speed is still being measured counts with 0 (as before the fix, zeros lowered the mean)
     spec += [frame("kimi-eagle3", 20 + i, accept=None, tps=0.0) for i in range(2)]
     link = link_with(base, spec)
     algos = {"kimi-baseline": None, "kimi-eagle3": "EAGLE3"}
@@ -147,14 +156,29 @@ def test_break_even_needs_enough_frames_at_one_request():
 
 
 async def test_throughput_panel():
-    link = link_with([frame(seq=i, tps=50.0 + i) for i in range(1, 8)])
+    link = link_with([frame(seq=i, tps=50.0 + i, stream=60.0 + i) for i in range(1, 8)])
     view = snapshots.throughput_view(link, "kimi-eagle3")
-    text, title = await shown(ThroughputPanel(), view, size=(60, 14))
-    assert "gen 57.0 tok/s (metrics-counters)" in text
+    text, title = await shown(ThroughputPanel(), view, size=(80, 18))
+    assert "per stream  67.0 tok/s (ITL histogram mean, 5 s)" in text
+    assert "all streams 57.0 tok/s (per-iteration counter, 2 s)" in text
     assert "running 1  queued 0  token usage 1.0%" in text
-    assert "TTFT p50 41 ms  p99 80 ms" in text
-    assert "ITL  p50 33 ms  p99 35 ms" in text
+    # a TTFT inside the first bucket is a bound, not 50 / 99 ms; the exact mean comes from _sum/_count
+    assert "TTFT mean 41.0 ms  p50 <100  p99 <100 (12 in 30 s, histogram)" in text
+    assert "ITL  mean 33.4 ms/token  p50 33.0  p99 35.0" in text
+    assert "per stream, each point a 5 s mean" in text and "now" in text  # the chart's time axis
     assert title == "Throughput · kimi-eagle3"
+
+
+async def test_throughput_panel_held_and_measuring():
+    f = frame(seq=1)
+    d = {"name": "kimi-eagle3", "seq": 2, "t": time.time(), "state": "ready", "running_req": 1,
+         "gen_throughput": {"value": 61.0, "source": "finished-counters", "window_s": 30.0, "age_s": 7.0, "held": True},
+         "per_stream": {"value": None, "source": "itl-histogram", "measuring": True}}
+    link = link_with([f, ServerFrame.from_event(d, time.time())])
+    text, _ = await shown(ThroughputPanel(), snapshots.throughput_view(link, "kimi-eagle3"), size=(80, 18))
+    assert "per stream  measuring…" in text
+    assert "all streams 61.0 tok/s held (finished requests, 30 s, 7 s old)" in text
+    assert " 0.0 tok/s" not in text
 
 
 async def test_no_frames_says_no_data():

@@ -113,6 +113,12 @@ class DashboardScreen(Screen):
     def action_traffic(self) -> None:
         self.app.toggle_traffic()
 
+    def action_traffic_concurrency(self) -> None:
+        self.app.cycle_traffic_concurrency()
+
+    def action_rate_formula(self) -> None:
+        self.app.cycle_rate_formula()
+
     def action_help(self) -> None:
         self.app.open_help()
 

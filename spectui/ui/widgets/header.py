@@ -52,7 +52,8 @@ def header_row(view: HeaderView | None, st: Styles, *, rtt: bool = True, simulat
         if view.traffic_paused:
             row.add(*sep).add("traffic paused", st.warn)
         else:
-            row.add(*sep).add("traffic on" if view.traffic else "traffic off", st.accent if view.traffic else st.dim)
+            on = "traffic on" + (f" ×{view.traffic_streams}" if view.traffic_streams else "")
+            row.add(*sep).add(on if view.traffic else "traffic off", st.accent if view.traffic else st.dim)
     if view.busy:
         row.add(*sep).add(view.busy, st.warn)
     return row

@@ -16,14 +16,25 @@ FORMULAS = {
 RATE_NOTE = {"derived": "from accept length", "decode-log": "as logged"}
 
 
+SOURCE_WORDS = {"metrics-counters": "finished requests' counters", "metrics-gauge": "spec_accept_length gauge",
+                "decode-log": "Decode log line", "server_info": "server_info"}
+
+
 def marks(v: Value, st: Styles) -> Row:
     row = Row()
     if v.stale:
         row.add(" stale", st.mark)
+    if v.held:
+        row.add(" held", st.mark)
     if v.cumulative:
         row.add(" cumulative", st.mark)
     if v.source:
-        row.add(f" ({v.source})", st.dim)
+        parts = [SOURCE_WORDS.get(v.source, v.source)]
+        if v.window_s:
+            parts.append(f"{v.window_s:g} s")
+        if v.age_s is not None and v.age_s >= 3:
+            parts.append(f"{v.age_s:.0f} s old")
+        row.add(f" ({', '.join(parts)})", st.dim)
     return row
 
 
@@ -85,10 +96,12 @@ class SpecPanel(LinePanel):
             row.add(f" {r.formula or 'formula unknown'}", st.accent)
             if r.stale:
                 row.add(" stale", st.mark)
-            if r.formula in FORMULAS:
-                row.add(f" = {FORMULAS[r.formula]}", st.dim)
             row.add(f" · {RATE_NOTE.get(r.source or '', r.source or '?')}", st.dim)
+            if view.rate_count > 1:
+                row.add(f" · a: other ({view.rate_count})", st.dim)
             tail.append(row)
+            if r.formula in FORMULAS:
+                tail.append(Row(f"   = {FORMULAS[r.formula]}", st.dim))
         be = view.breakeven
         if be is not None:
             tail.append(Row(f"L* = {be.spec_step_ms:.1f} ms / {be.base_step_ms:.1f} ms per step", st.dim)
@@ -98,6 +111,7 @@ class SpecPanel(LinePanel):
             tail.append(Row(view.breakeven_note, st.dim))
         height = max(3, min(8, (self.draw_height or 12) - len(rows) - len(tail)))
         hi = view.scale_max or nice_max(view.series, 2.0)
-        rows += chart_rows(view.series, width, height, 1.0, hi, st, fmt="{:.1f}", style=st.accent)
+        rows += chart_rows(view.series, width, height, 1.0, hi, st, fmt="{:.1f}", style=st.accent,
+                           span_s=view.series_span_s, note="accept length, one point a frame")
         rows += tail
         return rows

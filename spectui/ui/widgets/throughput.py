@@ -1,20 +1,81 @@
-"""The throughput panel: generation tok/s now and over time, requests running and queued,
-token usage, time to first token and inter-token latency."""
+"""The throughput panel: decode speed per stream (what one request sees, the figure to compare
+across profiles at concurrency 1) and for all streams together, each with its source and
+window, over time; requests running and queued, token usage; time to first token and
+inter-token latency with what their histogram buckets can tell."""
 
 from __future__ import annotations
 
 from spectui.ui.draw import Row, Styles, fnum, nice_max
-from spectui.ui.views import ThroughputView
+from spectui.ui.views import Latency, ThroughputView, Value
 from spectui.ui.widgets.base import LinePanel
 from spectui.ui.widgets.charts import chart_rows
-from spectui.ui.widgets.speculative import marks
+
+SOURCE_WORDS = {
+    "realtime-counter": "per-iteration counter",
+    "decode-log": "Decode log line",
+    "metrics-gauge": "gen_throughput gauge",
+    "server_info": "server_info",
+    "finished-counters": "finished requests",
+    "itl-histogram": "ITL histogram mean",
+    "idle": "idle",
+}
 
 
-def _pair(name: str, p: tuple[float | None, float | None] | None, st: Styles) -> Row:
+def source_text(v: Value) -> str:
+    """``(ITL histogram mean, 5 s)``, ``(Decode log line, 3 s old)``, ``(held, 12 s old)``."""
+    src = v.source or "?"
+    if "/" in src and src.endswith("/running"):
+        words = f"{SOURCE_WORDS.get(src[:-8], src[:-8])} ÷ running"
+    else:
+        words = SOURCE_WORDS.get(src, src)
+    parts = [words]
+    if v.window_s:
+        parts.append(f"{v.window_s:g} s")
+    if v.age_s is not None and v.age_s >= 3:
+        parts.append(f"{v.age_s:.0f} s old")
+    return "(" + ", ".join(parts) + ")"
+
+
+def figure_row(label: str, v: Value, unit: str, st: Styles, width: int) -> Row:
+    row = Row(f"{label:<12}", st.text)
+    if v.measuring:
+        row.add("measuring…", st.dim)
+    else:
+        row.add("–" if v.value is None else f"{v.value:.1f}", st.dim if (v.stale or v.held) else st.bold)
+        row.add(unit, st.text)
+    if v.held:
+        row.add(" held", st.mark)
+    if v.stale:
+        row.add(" stale", st.mark)
+    tail = " " + source_text(v)
+    if row.width + len(tail) <= width:
+        row.add(tail, st.dim)
+    return row
+
+
+def _q(v: float | None, rel: str) -> str:
+    if v is None:
+        return "–"
+    digits = 0 if v >= 100 else 1
+    return f"{'<' if rel == '<' else '>' if rel == '>' else ''}{v:.{digits}f}"
+
+
+def latency_rows(name: str, lat: Latency | None, unit: str, st: Styles, width: int) -> list[Row]:
     row = Row(f"{name:<5}", st.text)
-    if p is None:
-        return row.add("–", st.dim)
-    return row.add("p50 ", st.dim).add(fnum(p[0], 0, " ms"), st.bold).add("  p99 ", st.dim).add(fnum(p[1], 0, " ms"), st.text)
+    if lat is None:
+        return [row.add("– (no request finished in the last 30 s)" if name == "TTFT" else "–", st.dim)]
+    row.add("mean ", st.dim).add(fnum(lat.mean, 1 if (lat.mean or 0) < 100 else 0, " ms"), st.bold)
+    if unit:
+        row.add(unit, st.dim)
+    row.add("  p50 ", st.dim).add(_q(lat.p50, lat.p50_rel), st.text)
+    row.add("  p99 ", st.dim).add(_q(lat.p99, lat.p99_rel), st.text)
+    note = f" ({lat.count} in {lat.window_s:g} s, histogram)" if lat.window_s else f" ({lat.count}, histogram)"
+    if row.width + len(note) <= width:
+        row.add(note, st.dim)
+    rows = [row]
+    if "<" in (lat.p50_rel, lat.p99_rel):
+        rows.append(Row("      < : all the buckets say is below their first bound", st.dim))
+    return rows
 
 
 class ThroughputPanel(LinePanel):
@@ -27,9 +88,8 @@ class ThroughputPanel(LinePanel):
             return [Row("no server: throughput appears once one is ready", st.dim)]
         if view.message:
             return [Row(view.message, st.dim)]
-        g = view.gen
-        head = Row("gen ", st.text).add("–" if g.value is None else f"{g.value:.1f}", st.dim if g.stale else st.bold)
-        head.add(" tok/s", st.text).extend(marks(g, st))
+        head = [figure_row("per stream", view.per_stream, " tok/s", st, width),
+                figure_row("all streams", view.gen, " tok/s", st, width)]
         reqs = Row("running ", st.text).add(fnum(view.running, 0), st.bold).add("  queued ", st.text)
         reqs.add(fnum(view.queued, 0), st.bold)
         usage = Row("token usage ", st.text)
@@ -39,7 +99,11 @@ class ThroughputPanel(LinePanel):
             tail = [reqs]
         else:
             tail = [reqs, usage]
-        tail += [_pair("TTFT", view.ttft_ms, st), _pair("ITL", view.itl_ms, st)]
-        height = max(3, min(8, (self.draw_height or 12) - 1 - len(tail)))
+        tail += latency_rows("TTFT", view.ttft, "", st, width)
+        tail += latency_rows("ITL", view.itl, "/token", st, width)
+        height = max(3, min(8, (self.draw_height or 12) - len(head) - 1 - len(tail)))
         hi = nice_max([v * 1.1 for v in view.series if v is not None], 10.0)
-        return [head, *chart_rows(view.series, width, height, 0.0, hi, st), *tail]
+        window = view.per_stream.window_s
+        note = f"per stream, each point a {window:g} s mean" if window else "per stream"
+        chart = chart_rows(view.series, width, height, 0.0, hi, st, span_s=view.series_span_s, note=note)
+        return [*head, *chart, *tail]
