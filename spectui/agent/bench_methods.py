@@ -1,9 +1,16 @@
 """Benchmark methods of the agent: start a detached runner, read its results, watch it.
 
 * ``bench.start``: write ``<state>/bench/<run_id>/spec.json`` and start ``bench_runner`` detached
-  (it outlives this agent and the SSH connection); progress events follow.
-* ``bench.status`` / ``bench.list``: a run's (or every run's) ``status.json``; a run whose
-  process is gone before it finished is marked ``interrupted`` here.
+  (it outlives this agent and the SSH connection); progress events follow. One benchmark per
+  server at a time: a start against a server (same name, or same address and port) that a live
+  run already measures is refused (``bench_busy``, one sentence naming that run) unless
+  ``allow_overlap`` is set; then both runs are marked ``overlapped_with`` each other. A lock
+  file (``<state>/bench/.lock``) serialises starts between agents (two consoles, a console and
+  the CLI), and liveness is read from the run folders (``launch.json``: the runner's pid and
+  start time), not from this agent's memory.
+* ``bench.status`` / ``bench.list``: a run's (or every run's) ``status.json``, with
+  ``overlapped_with`` (the runs it shared its server with); a run whose process is gone before
+  it finished is marked ``interrupted`` here.
 * ``bench.results``: the per-request records from a byte ``offset`` (whole lines), the status
   and, once finished, ``summary.json``: a client that lost its connection asks again from the
   offset it had, so nothing is lost or read twice.
@@ -27,10 +34,14 @@ from .bench_runner import FINAL, read_json, write_json
 from .bootstrap import spawn_detached
 from .protocol import AgentError
 from .server_process import connect_host, proc_stat
+from .server_records import FileLock
 
 RUN_ID_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,80}$")
 RESULTS_MAX_BYTES = 2 * 1024 * 1024
 SGLANG_MODULES = ("sglang.benchmark.serving", "sglang.bench_serving")
+BENCH_BUSY = "bench_busy"
+STARTING_GRACE_S = 60.0  # a run folder without a runner pid counts as starting this long
+LOCAL_HOSTS = ("", "0.0.0.0", "::", "127.0.0.1", "::1", "localhost")
 
 
 def _new_run_id():
@@ -46,6 +57,11 @@ class BenchHost(object):
         self.procs = {}
         self.watchers = {}
         self._lock = threading.Lock()
+        self.start_lock = FileLock(os.path.join(self.root, ".lock"), self._ensure_root)
+
+    def _ensure_root(self):
+        if not os.path.isdir(self.root):
+            os.makedirs(self.root, exist_ok=True)
 
     # --- paths and liveness ----------------------------------------------------------------
     def run_dir(self, run_id):
@@ -67,15 +83,11 @@ class BenchHost(object):
         self._reap()
         st = read_json(os.path.join(d, "status.json"))
         if st is None:
-            spec = read_json(os.path.join(d, "spec.json"), {}) or {}
-            proc = self.procs.get(run_id)
-            st = {"run_id": run_id, "state": "starting", "pid": proc.pid if proc is not None else None,
-                  "labels": spec.get("labels") or {}, "created_at": spec.get("created_at")}
-            created = spec.get("created_at") or 0
-            if time.time() - created > 60 and run_id not in self.procs:
-                st.update(state="interrupted", reason="the benchmark process never started")
-                write_json(os.path.join(d, "status.json"), st)
-            return st
+            st = self._not_started(run_id, d)
+            if st is None:  # the runner wrote its status meanwhile: settle that one
+                st = read_json(os.path.join(d, "status.json"), {}) or {}
+            else:
+                return self._with_overlaps(st, d)
         if st.get("state") not in FINAL:
             pid = st.get("pid")
             ps = proc_stat(pid) if pid else None
@@ -89,7 +101,74 @@ class BenchHost(object):
                     st["reason"] = "the benchmark process ended before the run finished (killed, or the host restarted)"
                     st["ended_at"] = st.get("ended_at") or time.time()
                     write_json(os.path.join(d, "status.json"), st)
+        return self._with_overlaps(st, d)
+
+    def _not_started(self, run_id, d):
+        """The status of a run whose runner has not written one yet: ``starting``, or ``interrupted`` when
+        the runner is gone (its pid from ``launch.json``; without one, after ``STARTING_GRACE_S``);
+        ``None`` when the runner wrote its status meanwhile."""
+        spec = read_json(os.path.join(d, "spec.json"), {}) or {}
+        launch = read_json(os.path.join(d, "launch.json")) or {}
+        proc = self.procs.get(run_id)
+        pid = launch.get("pid") or (proc.pid if proc is not None else None)
+        st = {"run_id": run_id, "state": "starting", "pid": pid, "labels": spec.get("labels") or {},
+              "created_at": spec.get("created_at"), "server": (spec.get("server") or {}).get("name"),
+              "overlapped_with": list(spec.get("overlapped_with") or [])}
+        if launch.get("pid"):
+            gone = not _same_process(launch["pid"], launch.get("start_ticks"))
+        else:
+            gone = time.time() - (spec.get("created_at") or 0) > STARTING_GRACE_S and run_id not in self.procs
+        if not gone:
+            return st
+        self._reap()
+        if os.path.exists(os.path.join(d, "status.json")):
+            return None
+        st.update(state="interrupted", reason="the benchmark process ended before it started the run (see runner.log "
+                                              "in the run's folder)", ended_at=time.time())
+        write_json(os.path.join(d, "status.json"), st)
         return st
+
+    @staticmethod
+    def _with_overlaps(st, d):
+        """``st`` with ``overlapped_with``: the runs the spec named at start, and those that started later
+        against the same server while this one was live (``overlaps.json``, written by their starts)."""
+        ids = set(st.get("overlapped_with") or [])
+        ids.update(read_json(os.path.join(d, "overlaps.json"), []) or [])
+        st = dict(st)
+        st["overlapped_with"] = sorted(i for i in ids if isinstance(i, str))
+        return st
+
+    # --- one benchmark per server ----------------------------------------------------------------
+    def _target(self, d):
+        """Where a run sends its requests: ``{name, host, port}`` (from ``launch.json``, else its spec)."""
+        launch = read_json(os.path.join(d, "launch.json"))
+        if launch and launch.get("server"):
+            return launch["server"]
+        return (read_json(os.path.join(d, "spec.json"), {}) or {}).get("server") or {}
+
+    def live_runs(self, server):
+        """The runs whose runner is alive and that measure ``server`` (same name, or same address and
+        port), oldest first, as ``(status, target)``; settles the dead ones on the way."""
+        try:
+            names = sorted(os.listdir(self.root))
+        except OSError:
+            return []
+        out = []
+        for name in names:
+            d = os.path.join(self.root, name)
+            if not RUN_ID_RE.match(name) or not os.path.isdir(d):
+                continue
+            st = self.status(name, d)
+            if st.get("state") in FINAL:
+                continue
+            target = self._target(d)
+            if same_server(server, target):
+                out.append((st, target))
+        return out
+
+    def _refuse_if_busy(self, server, live):
+        if live:
+            raise AgentError(BENCH_BUSY, busy_sentence(server, live))
 
     # --- methods ---------------------------------------------------------------------------------
     def start(self, params):
@@ -102,23 +181,46 @@ class BenchHost(object):
         spec["engine"] = engine
         if server.get("api_key"):
             spec["headers"] = {"Authorization": "Bearer " + server.pop("api_key")}
+        allow_overlap = bool(params.get("allow_overlap"))
+        if not allow_overlap:
+            self._refuse_if_busy(server, self.live_runs(server))  # at once, before the slower checks below
         if engine == "sglang":
             spec["sglang"] = self._sglang_argv(spec, server)
         elif not spec.get("prompts"):
             raise AgentError("bad_params", "the benchmark has no prompts")
-        run_id = _new_run_id()
-        d = os.path.join(self.root, run_id)
-        os.makedirs(d)
-        spec["run_id"] = run_id
-        spec["created_at"] = time.time()
-        write_json(os.path.join(d, "spec.json"), spec)
-        proc = spawn_detached("bench_runner", [d], os.path.join(d, "runner.log"))
-        with self._lock:
-            self.procs[run_id] = proc
+        with self.start_lock:  # the check and the start are one step for every agent on this host
+            live = self.live_runs(server)
+            if not allow_overlap:
+                self._refuse_if_busy(server, live)
+            others = [st["run_id"] for st, _ in live]
+            run_id = _new_run_id()
+            d = os.path.join(self.root, run_id)
+            os.makedirs(d)
+            spec["run_id"] = run_id
+            spec["created_at"] = time.time()
+            spec["overlapped_with"] = others
+            write_json(os.path.join(d, "spec.json"), spec)
+            try:
+                proc = spawn_detached("bench_runner", [d], os.path.join(d, "runner.log"))
+            except OSError as exc:
+                write_json(os.path.join(d, "status.json"), {
+                    "run_id": run_id, "state": "failed", "pid": None, "labels": spec.get("labels") or {},
+                    "created_at": spec["created_at"], "ended_at": time.time(), "server": server.get("name"),
+                    "reason": "the benchmark process could not start (%s)" % exc})
+                raise AgentError("launch", "the benchmark process could not start: %s" % exc)
+            ps = proc_stat(proc.pid)
+            write_json(os.path.join(d, "launch.json"), {
+                "run_id": run_id, "pid": proc.pid, "start_ticks": ps[3] if ps else None,
+                "created_at": spec["created_at"],
+                "server": dict((k, server.get(k)) for k in ("name", "host", "port", "connect_host"))})
+            with self._lock:
+                self.procs[run_id] = proc
+            for other in others:  # the earlier runs learn of this one too
+                _add_overlap(os.path.join(self.root, other), run_id)
         if params.get("watch", True):
             self.watch({"run_id": run_id, "interval_s": params.get("interval_s", 0.5)})
         return {"run_id": run_id, "pid": proc.pid, "dir": d, "server": dict(server, argv=server.get("argv")),
-                "engine": engine, "sglang_argv": (spec.get("sglang") or {}).get("argv")}
+                "engine": engine, "sglang_argv": (spec.get("sglang") or {}).get("argv"), "overlapped_with": others}
 
     def _server(self, params):
         """The server to benchmark: a named one this host runs, or an explicit port."""
@@ -279,6 +381,70 @@ class BenchHost(object):
         with self._lock:
             for w in self.watchers.values():
                 w.stop()
+
+
+def _same_process(pid, start_ticks):
+    ps = proc_stat(pid) if pid else None
+    return ps is not None and ps[0] not in ("Z", "X") and (start_ticks is None or ps[3] == start_ticks)
+
+
+def _address(host):
+    h = (host or "").strip().lower()
+    return "this host" if h in LOCAL_HOSTS else connect_host(h)
+
+
+def same_server(a, b):
+    """Whether two benchmark targets are one server: the same name, or the same address and port."""
+    if a.get("name") and a.get("name") == b.get("name"):
+        return True
+    try:
+        same_port = int(a.get("port")) == int(b.get("port"))
+    except (TypeError, ValueError):
+        return False
+    return same_port and _address(a.get("host")) == _address(b.get("host"))
+
+
+def _ago(seconds):
+    s = max(0, int(round(seconds)))
+    if s < 90:
+        return "%d s" % s
+    if s < 5400:
+        return "%d min" % round(s / 60.0)
+    return "%d h %d min" % (s // 3600, (s % 3600) // 60)
+
+
+def busy_sentence(server, live, now=None):
+    """Why a start is refused, naming the run that measures the server already, and what to do."""
+    now = time.time() if now is None else now
+    st, _ = live[0]
+    if server.get("name"):
+        who = "server %s" % server["name"]
+    else:
+        who = "the server at %s:%s" % (server.get("host"), server.get("port"))
+    bits = []
+    preset = (st.get("labels") or {}).get("preset")
+    if preset:
+        bits.append("preset %s" % preset)
+    started = st.get("started_at") or st.get("created_at")
+    if started:
+        bits.append("started %s ago" % _ago(now - started))
+    run = "run %s" % st["run_id"] + (" (%s)" % ", ".join(bits) if bits else "")
+    if len(live) > 1:
+        run += " and %d other run%s" % (len(live) - 1, "" if len(live) == 2 else "s")
+    return ("%s is already being benchmarked by %s; wait for it to end, cancel it (spectui bench --cancel %s, or c "
+            "on the benchmark screen of the console running it), or pass --allow-overlap to measure both at once"
+            % (who, run, st["run_id"]))
+
+
+def _add_overlap(run_dir, run_id):
+    """Record in an earlier run's folder that ``run_id`` measured its server while it ran (under the start lock)."""
+    path = os.path.join(run_dir, "overlaps.json")
+    ids = read_json(path, []) or []
+    if run_id not in ids:
+        try:
+            write_json(path, sorted(set(ids) | {run_id}))
+        except OSError:
+            pass  # the earlier run's folder went away: nothing to mark
 
 
 def _flag(argv, name):

@@ -6,7 +6,9 @@ the run's folder ``<state>/bench/<run_id>/``:
 
 * ``spec.json`` (input): prompts, output length, concurrency or request rate, seed, server;
 * ``status.json``: state (``starting``, ``warmup``, ``flushing``, ``running``, ``finishing``,
-  then ``done``, ``failed`` or ``interrupted``), counts, times, pid, reason;
+  then ``done``, ``failed`` or ``interrupted``), counts, times, pid, reason, and
+  ``overlapped_with``: the live runs on the same server when this one started with
+  ``allow_overlap`` (runs that start later are added by the agent in ``overlaps.json``);
 * ``requests.jsonl``: one line per measured request, appended as each one completes;
 * ``summary.json``: the run's facts (times, ``/flush_cache`` result, ``/metrics`` counters
   before and after, ``/server_info`` before and after), written at the end, also when
@@ -118,6 +120,7 @@ class Runner(object):
             "done": 0, "errors": 0, "tokens_streamed": 0, "output_len": spec.get("output_len"),
             "warmup_total": len(spec.get("warmup_prompts") or []), "warmup_done": 0,
             "reason": None, "labels": spec.get("labels") or {}, "server": srv.get("name"),
+            "overlapped_with": list(spec.get("overlapped_with") or []),
         }
         self._start_ticks()
 
@@ -233,7 +236,15 @@ class Runner(object):
                 "histograms": dict((k, {"count": v["count"], "sum": v["sum"]}) for k, v in d["histograms"].items())}
 
     def flush_cache(self):
-        """``/flush_cache`` (POST, else GET); SGLang refuses while requests run, so retry a while."""
+        """``/flush_cache`` (POST, else GET); SGLang refuses while requests run, so retry a while.
+
+        Not with another run on the server (``overlapped_with``): its requests never stop, and a flush
+        between two of them would reset the figures it reads.
+        """
+        others = self.spec.get("overlapped_with") or []
+        if others:
+            return {"flushed": False, "message": "not flushed: run %s measures this server too (overlap allowed)"
+                    % ", ".join(others)}
         deadline = time.monotonic() + FLUSH_RETRY_S
         last = None
         while not self.stop.is_set():

@@ -20,7 +20,7 @@ LIVE_STATES = ("starting", "loading", "ready", "unresponsive", "stopping")
 class RecordStore(object):
     def __init__(self, state_dir):
         self.dir = os.path.join(state_dir, "servers")
-        self._lock = _FileLock(os.path.join(self.dir, ".lock"), self.ensure)
+        self._lock = FileLock(os.path.join(self.dir, ".lock"), self.ensure)
 
     def ensure(self):
         if not os.path.isdir(self.dir):
@@ -72,7 +72,7 @@ class RecordStore(object):
         return self._lock
 
 
-class _FileLock(object):
+class FileLock(object):
     """Exclusive between threads of this agent (re-entrant) and between agents (flock)."""
 
     def __init__(self, path, ensure):

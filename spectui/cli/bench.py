@@ -4,9 +4,13 @@
   server to each profile, warm up, run the preset N times, print the comparison;
 - ``spectui bench --host DEST --preset NAME [--server NAME]``: one run against a running server;
 - ``spectui bench --host DEST --collect``: fetch runs that finished while nobody was connected;
+- ``spectui bench --host DEST --cancel RUN_ID``: stop a run on the host (another console's, say);
 - ``spectui bench --list-presets``.
 
-Every run goes to the history (``spectui history``) as it ends, interrupted ones included.
+Every run goes to the history (``spectui history``) as it ends, interrupted ones included. One
+benchmark per server at a time: the host refuses a run against a server another run measures,
+in one sentence naming that run, unless ``--allow-overlap`` (the runs are then marked
+overlapped).
 """
 
 from __future__ import annotations
@@ -61,8 +65,13 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--force", action="store_true", help="start servers even if GPUs are used by other processes")
     p.add_argument("--stop-after", action=argparse.BooleanOptionalAction, default=None,
                    help="stop the compared servers at the end (default: yes with --demo, no on a host)")
+    p.add_argument("--allow-overlap", action="store_true",
+                   help="run even if another benchmark measures the same server now (both runs are marked "
+                        "overlapped: their latency and throughput are not those of a lone run)")
     p.add_argument("--collect", action="store_true",
                    help="fetch finished runs from the host that are not in the history yet")
+    p.add_argument("--cancel", metavar="RUN_ID", help="stop a benchmark run on the host (its id, as the "
+                   "refusal of a busy server names it); what it measured is kept in its folder there")
     p.add_argument("--list-presets", action="store_true", help="list the benchmark presets and exit")
     out = p.add_mutually_exclusive_group()
     out.add_argument("--json", action="store_const", const="json", dest="format", help="print JSON")
@@ -135,7 +144,7 @@ async def _compare(args: argparse.Namespace, target: HostTarget) -> int:
         try:
             comp = await run_comparison(session, profiles, preset, repeats=args.repeat, baseline=args.baseline,
                                         engine=args.engine, store=store, on_event=progress, force=args.force,
-                                        stop_after=stop_after)
+                                        stop_after=stop_after, allow_overlap=args.allow_overlap)
         finally:
             progress.out.done()
         print(render_comparison(comp, args.format), end="")
@@ -170,7 +179,12 @@ async def _single(args: argparse.Namespace, target: HostTarget) -> int:
         results = []
         for i, conc in enumerate(levels):
             handle = await start_run(session, preset, server=server, concurrency=conc, engine=args.engine,
-                                     labels={"repeat": 1})
+                                     labels={"repeat": 1}, allow_overlap=args.allow_overlap)
+            others = handle.started.get("overlapped_with") or []
+            if others:
+                print(f"spectui: run {handle.run_id} shares {server} with run{'s' if len(others) > 1 else ''} "
+                      f"{', '.join(others)} (--allow-overlap): both are marked overlapped, as their latency and "
+                      f"throughput are not those of a lone run", file=sys.stderr)
             stop = client.on_progress(lambda p, c=conc: progress.show(f"{server} c={c}: {p.line()}")
                                       if p.run_id == handle.run_id else None)
             try:
@@ -193,11 +207,27 @@ async def _single(args: argparse.Namespace, target: HostTarget) -> int:
         elif args.format in ("markdown", "csv"):
             print(render_runs(results, args.format), end="")
         else:
+            refs = store.refs()
             for r in results:
-                print(render_run_detail(r))
+                print(render_run_detail(r, refs=refs))
         return 0 if all(r["state"] == "done" for r in results) else 1
     finally:
         await session.close()
+
+
+async def _cancel(args: argparse.Namespace, target: HostTarget) -> int:
+    session = await open_session(target)
+    try:
+        st = await BenchClient(session).cancel(args.cancel)
+    finally:
+        await session.close()
+    if st.get("already_finished"):
+        print(f"run {args.cancel} had already ended: {st.get('state')}")
+    else:
+        print(f"run {args.cancel}: {st.get('state')}" + (f" ({st['reason']})" if st.get("reason") else ""))
+    print("the console or command that started it saves what it measured; if none follows it any more, "
+          "spectui bench --collect does")
+    return 0 if st.get("state") in ("done", "failed", "interrupted") else 1
 
 
 async def _collect(args: argparse.Namespace, target: HostTarget) -> int:
@@ -224,6 +254,8 @@ def run(args: argparse.Namespace) -> int:
             return 2
         if args.collect:
             action = _collect
+        elif args.cancel:
+            action = _cancel
         else:
             if not args.preset:
                 print("spectui: give a benchmark preset with --preset (see spectui bench --list-presets)",

@@ -83,7 +83,7 @@ def cmd_show(args: argparse.Namespace) -> int:
     elif args.format in ("markdown", "csv"):
         print(store.export([args.id], "md" if args.format == "markdown" else "csv"), end="")
     else:
-        print(render_run_detail(item), end="")
+        print(render_run_detail(item, refs=store.refs()), end="")
     return 0
 
 

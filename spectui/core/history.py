@@ -13,6 +13,11 @@ profile (name and content hash), and the L* it predicts.
 
 Ids: runs are numbers (``12``), comparisons ``c`` and a number (``c3``), probes ``p`` and a
 number (``p2``).
+
+A run that shared its server with another run (``--allow-overlap``) keeps the other runs' host
+run ids in ``overlapped_with`` (in its data, and in the ``runs.overlapped_with`` column, which
+a history file made before the column existed gains when it is opened); lists, tables and
+exports mark it.
 """
 
 from __future__ import annotations
@@ -28,11 +33,11 @@ from pathlib import Path
 from typing import Any
 
 from spectui.core.bench.runs import RunResult
-from spectui.core.bench.table import comparison_csv, render_comparison, render_runs, to_json
+from spectui.core.bench.table import OVERLAP_MARK, comparison_csv, render_comparison, render_runs, to_json
 from spectui.core.errors import SpectuiError
 from spectui.core.paths import user_data_dir
 
-SCHEMA_VERSION = 1
+SCHEMA_VERSION = 2  # 2: runs.overlapped_with
 FILENAME = "history.sqlite3"
 SCHEMA = """
 CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT);
@@ -52,6 +57,7 @@ CREATE TABLE IF NOT EXISTS runs (
     reason TEXT,
     comparison_key TEXT,
     data TEXT NOT NULL,
+    overlapped_with TEXT,
     UNIQUE (host, run_id)
 );
 CREATE TABLE IF NOT EXISTS comparisons (
@@ -96,6 +102,23 @@ class Entry:
     what: str
     state: str
     detail: str
+    overlapped_with: tuple[str, ...] = ()  # the other runs (history ids where known, else host run ids)
+
+
+# Columns added after the first release, with their type: a history file made before gains them at open.
+ADDED_RUN_COLUMNS = (("overlapped_with", "TEXT"),)
+
+
+def _add_missing_columns(db: sqlite3.Connection) -> None:
+    have = {row[1] for row in db.execute("PRAGMA table_info(runs)")}
+    for name, kind in ADDED_RUN_COLUMNS:
+        if name in have:
+            continue
+        try:
+            db.execute(f"ALTER TABLE runs ADD COLUMN {name} {kind}")
+        except sqlite3.OperationalError as exc:  # another process added it meanwhile
+            if "duplicate column" not in str(exc):
+                raise
 
 
 def default_path() -> Path:
@@ -112,7 +135,10 @@ class HistoryStore:
         self.path.parent.mkdir(parents=True, exist_ok=True)
         with closing(self._connect()) as db, db:
             db.executescript(SCHEMA)
+            _add_missing_columns(db)
             db.execute("INSERT OR IGNORE INTO meta (key, value) VALUES ('schema', ?)", (str(SCHEMA_VERSION),))
+            db.execute("UPDATE meta SET value = ? WHERE key = 'schema' AND CAST(value AS INTEGER) < ?",
+                       (str(SCHEMA_VERSION), SCHEMA_VERSION))
 
     def _connect(self) -> sqlite3.Connection:
         db = sqlite3.connect(str(self.path), timeout=30)
@@ -127,20 +153,33 @@ class HistoryStore:
         if comparison_key:
             d["comparison_key"] = comparison_key
         preset = (d.get("preset") or {}).get("name")
+        overlapped = ",".join(d.get("overlapped_with") or []) or None
         values = (d["run_id"], d["host"], d.get("started_at"), time.time(), d.get("profile"), d.get("profile_hash"),
                   preset, d.get("concurrency"), d.get("repeat"), d.get("engine"), d["state"], d.get("reason"),
-                  d.get("comparison_key"), _dumps(d))
+                  d.get("comparison_key"), _dumps(d), overlapped)
         with closing(self._connect()) as db, db:
             row = db.execute("SELECT id FROM runs WHERE host = ? AND run_id = ?", (d["host"], d["run_id"])).fetchone()
             if row is None:
                 cur = db.execute(
                     "INSERT INTO runs (run_id, host, started_at, saved_at, profile, profile_hash, preset, concurrency,"
-                    " repeat, engine, state, reason, comparison_key, data) VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?)", values)
+                    " repeat, engine, state, reason, comparison_key, data, overlapped_with)"
+                    " VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)", values)
                 return int(cur.lastrowid)
             db.execute("UPDATE runs SET run_id=?, host=?, started_at=?, saved_at=?, profile=?, profile_hash=?, preset=?,"
-                       " concurrency=?, repeat=?, engine=?, state=?, reason=?, comparison_key=?, data=? WHERE id=?",
-                       values + (row["id"],))
+                       " concurrency=?, repeat=?, engine=?, state=?, reason=?, comparison_key=?, data=?,"
+                       " overlapped_with=? WHERE id=?", values + (row["id"],))
             return int(row["id"])
+
+    def refs(self) -> dict[tuple[str, str], str]:
+        """{(host, host run id): history id} of every run kept: to name an overlapped run's other runs."""
+        with closing(self._connect()) as db:
+            return {(r["host"], r["run_id"]): str(r["id"]) for r in db.execute("SELECT id, host, run_id FROM runs")}
+
+    def overlapped(self) -> list[dict]:
+        """The runs marked overlapped (another run measured the same server meanwhile), oldest first."""
+        with closing(self._connect()) as db:
+            rows = db.execute("SELECT id, data FROM runs WHERE overlapped_with IS NOT NULL ORDER BY id").fetchall()
+        return [dict(json.loads(r["data"]), id=r["id"]) for r in rows]
 
     def has_run(self, host: str, run_id: str) -> bool:
         with closing(self._connect()) as db:
@@ -283,8 +322,9 @@ class HistoryStore:
     def entries(self, limit: int | None = None) -> list[Entry]:
         """Runs and comparisons, oldest first (the rows of ``history list``)."""
         out = []
+        refs = self.refs()
         with closing(self._connect()) as db:
-            for r in db.execute("SELECT id, data FROM runs").fetchall():
+            for r in db.execute("SELECT id, host, data, overlapped_with FROM runs").fetchall():
                 d = json.loads(r["data"])
                 s = d.get("stats") or {}
                 acc = (s.get("accept_length") or {}).get("per_request")
@@ -298,8 +338,12 @@ class HistoryStore:
                 what = f"{d.get('profile') or '?'} / {(d.get('preset') or {}).get('name') or '?'}"
                 if d.get("concurrency") is not None:
                     what += f" c={d['concurrency']}"
+                others = tuple(refs.get((r["host"], o), o) for o in (r["overlapped_with"] or "").split(",") if o)
+                if others:
+                    runs = f"run{'s' if len(others) > 1 else ''} {', '.join(others)}"
+                    detail += f", {OVERLAP_MARK} overlapped with {runs}"
                 out.append(Entry(str(r["id"]), "run", d.get("started_at"), d.get("host") or "?", what,
-                                 d.get("state") or "?", detail))
+                                 d.get("state") or "?", detail, others))
             for r in db.execute("SELECT id, data FROM comparisons").fetchall():
                 d = json.loads(r["data"])
                 names = ", ".join(p["name"] for p in d.get("profiles") or [])
@@ -337,7 +381,7 @@ class HistoryStore:
             return render_runs(runs, "csv")
         sections = [f"### Comparison {c['id']}\n\n" + render_comparison(c, "markdown") for c in comps]
         if runs:
-            sections.append(render_runs(runs, "markdown"))
+            sections.append(render_runs(runs, "markdown", refs=self.refs()))
         if probes:
             sections.append("### Verify-cost probes\n\n" + render_probes(probes, "markdown"))
         return "\n".join(sections)

@@ -1,13 +1,15 @@
 """Benchmarks from the console on the simulated host, driven by Pilot: ``b`` (a preset against the
 ready server, live progress, saved to history, demo traffic paused meanwhile), ``space`` + ``B``
-(a comparison of the marked profiles), the results screen and ``e`` (export)."""
+(a comparison of the marked profiles), the results screen and ``e`` (export), and the host's refusal of a
+server that another console is benchmarking."""
 
 import pytest
 
+from spectui.core.bench import Preset, start_run
 from spectui.core.bench.table import parse_markdown_table
 from spectui.core.history import HistoryStore
 from spectui.core.profiles import load_profiles
-from spectui.core.session import HostTarget
+from spectui.core.session import HostTarget, open_session
 from spectui.ui.app import SpectuiApp
 from spectui.ui.screens.bench import BenchScreen
 from spectui.ui.screens.confirm import ConfirmScreen
@@ -238,3 +240,28 @@ async def test_a_run_outlives_a_dropped_connection_and_is_collected_after_the_re
         run = HistoryStore().run(int(job.saved_id))
         assert run["state"] == "done" and len(run["records"]) == 8
         assert sorted(r["i"] for r in run["records"]) == list(range(8))  # each request once, none lost
+
+
+async def test_b_on_a_server_another_console_benchmarks_shows_the_hosts_refusal(bench_env):
+    app = SpectuiApp(HostTarget.demo(str(bench_env.state)), library=load_profiles(), traffic=False)
+    async with app.run_test(size=SIZE) as pilot:
+        await connected(pilot, app)
+        await switch_to(pilot, app, 4, "kbase")
+        other = await open_session(HostTarget.demo(str(bench_env.state)))  # another console on the host
+        try:
+            busy = await start_run(other, Preset(name="elsewhere", dataset="random", input_len=8, output_len=1000,
+                                                 num_prompts=20, concurrency=(1,), warmup=0), server="kbase")
+            await pilot.press("b")
+            await pick(pilot, app, "tiny")
+            job = await wait_for(pilot, lambda: app.bench_job, 10, "the job")
+            await wait_for(pilot, lambda: job.state == "failed", 30, "the refusal")
+            assert job.message.startswith(f"Server kbase is already being benchmarked by run {busy.run_id} "
+                                          f"(preset elsewhere, started ")
+            assert job.message.endswith("or pass --allow-overlap to measure both at once.")
+            assert any(n.title == "Benchmark refused" and n.severity == "warning" and n.message == job.message
+                       for n in app._notifications)
+            assert isinstance(app.screen, BenchScreen) and job.message in app.screen.progress_plain
+            assert app.busy is None and not app.bench_measuring() and HistoryStore().runs() == []
+            assert (await busy.cancel()).state == "interrupted"
+        finally:
+            await other.close()

@@ -25,6 +25,7 @@ from spectui.core.bench.compare import (
 from spectui.core.bench.datasets import DATASETS, PromptSet, make_prompts
 from spectui.core.bench.presets import Preset, PresetError, PresetLibrary, load_presets
 from spectui.core.bench.runs import (
+    BENCH_BUSY,
     BenchClient,
     BenchProgress,
     ProgressBoard,
@@ -41,6 +42,7 @@ from spectui.core.bench.sglang_import import SglangImportError, import_sglang_fi
 from spectui.core.bench.table import bar_chart, render_comparison, render_runs, speedup_bars
 
 __all__ = [
+    "BENCH_BUSY",
     "DATASETS",
     "BenchClient",
     "BenchError",

@@ -119,6 +119,7 @@ def _cell(runs: list[RunResult]) -> dict:
         "step_ms": step_ms(decode, length if speculative else None),
         "step_kind": "verify" if speculative else "decode",
         "errors": errors,
+        "overlapped": {r.run_id: list(r.overlapped_with) for r in runs if r.overlapped_with},
         "speedup": None, "noise": None, "l_star": None,
     }
 
@@ -284,8 +285,13 @@ def _one_verdict(name: str, base: str, cell: dict) -> str:
 async def run_comparison(session: Session, profiles: list[Profile], preset: Preset, *, repeats: int | None = None,
                          baseline: str | None = None, engine: str = "spectui", store=None,
                          on_event: Callable[[CompareEvent], None] | None = None, force: bool = False,
-                         stop_after: bool = False, switch_timeout_s: float = 1800.0) -> dict:
+                         stop_after: bool = False, switch_timeout_s: float = 1800.0,
+                         allow_overlap: bool = False) -> dict:
     """Compare ``profiles`` under ``preset`` on ``session``'s host; returns the comparison dict.
+
+    A run against a server that another live run measures is refused by the host (the
+    ``bench_busy`` :class:`AgentCallError` ends the comparison) unless ``allow_overlap``; such
+    runs are marked overlapped, and so is their cell of the comparison.
 
     ``store`` (a :class:`~spectui.core.history.HistoryStore`) receives every run as it ends and
     the comparison at the end; a cancelled comparison (task cancelled, Ctrl-C) cancels the run
@@ -346,7 +352,8 @@ async def run_comparison(session: Session, profiles: list[Profile], preset: Pres
                     labels = {"profile": profile.name, "profile_hash": profile.content_hash,
                               "profile_content": profile.redacted(), "repeat": rep + 1, "comparison_key": key}
                     handle = await start_run(session, preset, server=profile.name, concurrency=conc, engine=engine,
-                                             warmup=(rep == 0), labels=labels, provenance=prov, pause_traffic=False)
+                                             warmup=(rep == 0), labels=labels, provenance=prov, pause_traffic=False,
+                                             allow_overlap=allow_overlap)
                     run_id = handle.run_id
                     emit(CompareEvent("run_started", profile.name, conc, rep + 1, index, total, run_id))
 

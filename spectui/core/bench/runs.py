@@ -23,6 +23,7 @@ from spectui.core.rpc import Event
 from spectui.core.session import Session
 
 FINAL_STATES = ("done", "failed", "interrupted")
+BENCH_BUSY = "bench_busy"  # the agent's error code: the server is being benchmarked by another live run
 ENGINES = ("spectui", "sglang")
 SECRET_FLAGS = ("--api-key", "--admin-api-key")
 
@@ -171,10 +172,16 @@ class RunResult:
     records: list[dict] = field(default_factory=list)
     sglang_result: dict | None = None
     comparison_key: str | None = None
+    overlapped_with: list[str] = field(default_factory=list)  # host run ids that measured the same server meanwhile
 
     @property
     def interrupted(self) -> bool:
         return self.state != "done"
+
+    @property
+    def overlapped(self) -> bool:
+        """Another run measured the same server meanwhile: latency and throughput are not a lone run's."""
+        return bool(self.overlapped_with)
 
     def to_dict(self) -> dict:
         return asdict(self)
@@ -266,6 +273,8 @@ def result_from(collector: RunCollector, *, host: str, gpus: list[str] | None = 
         sglang_version=info.get("version") or sglang_version or labels.get("sglang_version"),
         speculative=speculative, stats=stats, summary=summary, records=records, sglang_result=sglang_result,
         comparison_key=labels.get("comparison_key"),
+        overlapped_with=sorted(set(collector.status.get("overlapped_with") or [])
+                               | set(spec.get("overlapped_with") or [])),
     )
 
 
@@ -290,12 +299,17 @@ class BenchClient:
     def __init__(self, session: Session):
         self.session = session
 
-    async def start(self, spec: dict, *, server: str | None = None, port: int | None = None) -> dict:
+    async def start(self, spec: dict, *, server: str | None = None, port: int | None = None,
+                    allow_overlap: bool = False) -> dict:
+        """Start a run; a server another live run measures is refused (``AgentCallError`` with code
+        :data:`BENCH_BUSY` and a sentence naming that run) unless ``allow_overlap``."""
         params: dict[str, Any] = {"spec": spec}
         if server:
             params["server"] = server
         if port:
             params["port"] = port
+        if allow_overlap:
+            params["allow_overlap"] = True
         return await self.session.client.call("bench.start", params, timeout=180)
 
     async def status(self, run_id: str) -> dict:
@@ -387,12 +401,15 @@ class RunHandle:
 
 async def start_run(session: Session, preset: Preset, *, server: str, concurrency: int | None = None,
                     engine: str = "spectui", warmup: bool = True, labels: dict | None = None,
-                    provenance: dict | None = None, pause_traffic: bool = True) -> RunHandle:
+                    provenance: dict | None = None, pause_traffic: bool = True,
+                    allow_overlap: bool = False) -> RunHandle:
     """Start one run of ``preset`` against the running server ``server`` (the console's ``b``).
 
     Progress arrives as ``bench_progress`` events (:meth:`BenchClient.on_progress`); the
     returned handle waits for the result or cancels the run. The demo's background traffic,
-    if running, is paused until then (``pause_traffic``).
+    if running, is paused until then (``pause_traffic``). A server that another live run
+    measures is refused (:data:`BENCH_BUSY`) unless ``allow_overlap``; the run is then marked
+    overlapped (``started["overlapped_with"]``, and ``RunResult.overlapped_with``).
     """
     prov = provenance if provenance is not None else await host_provenance(session)
     servers = (await session.client.call("servers.list", timeout=30))["servers"]
@@ -409,7 +426,7 @@ async def start_run(session: Session, preset: Preset, *, server: str, concurrenc
     spec = build_spec(preset, concurrency, warmup=warmup, engine=engine, labels=lab)
     restore = await pause_demo_traffic(session) if pause_traffic else None
     try:
-        started = await BenchClient(session).start(spec, server=server)
+        started = await BenchClient(session).start(spec, server=server, allow_overlap=allow_overlap)
     except BaseException:
         if restore is not None:
             await restore()

@@ -19,6 +19,8 @@ ACCEPT_NOTE = ("accept len: per request, weighted by verify steps; in brackets: 
                "run (Δgeneration_tokens / Δspec_verify_calls)")
 STEP_NOTE = ("step ms: per decode step (plain) or per verify step (speculative), from each request's decode rate; "
              "L* = speculative step time / baseline step time, the accept length at which speculation breaks even")
+OVERLAP_MARK = "†"
+OVERLAP_NOTE = "its latency and throughput are not those of a lone run"
 
 
 def _num(x: Any, nd: int = 1) -> str:
@@ -48,6 +50,38 @@ def _clean(obj: Any) -> Any:
 
 def to_json(obj: Any) -> str:
     return json.dumps(_clean(obj), indent=2, sort_keys=False)
+
+
+# ---------------------------------------------------------------------------------------------
+# Overlapped runs: another run measured the same server at the same time
+# ---------------------------------------------------------------------------------------------
+
+def _runs_phrase(names: list[str]) -> str:
+    """``run 13``, ``runs 13 and 14``, ``runs 13, 14 and 15``."""
+    if len(names) == 1:
+        return f"run {names[0]}"
+    return f"runs {', '.join(names[:-1])} and {names[-1]}"
+
+
+def _ref(host: str | None, run_id: str, refs: dict | None) -> str:
+    """A host run id as the reader knows it: its history id when ``refs`` ({(host, run_id): id}) has it."""
+    return str((refs or {}).get((host, run_id), run_id))
+
+
+def overlap_sentence(run: dict, refs: dict | None = None) -> str | None:
+    """``overlapped with run 13: its latency and throughput are not those of a lone run`` (None: a lone run)."""
+    others = run.get("overlapped_with") or []
+    if not others:
+        return None
+    return f"overlapped with {_runs_phrase([_ref(run.get('host'), o, refs) for o in others])}: {OVERLAP_NOTE}"
+
+
+def _marked(name: str, overlapped: bool) -> str:
+    return f"{name} {OVERLAP_MARK}" if overlapped else name
+
+
+def _row_overlapped(row: dict) -> bool:
+    return any(cell.get("overlapped") for cell in row["cells"].values())
 
 
 # ---------------------------------------------------------------------------------------------
@@ -119,10 +153,11 @@ def _rows_single(comp: dict) -> list[list[str]]:
     rows = []
     for row in comp["profiles"]:
         cell = row["cells"].get(c)
+        name = _marked(row["name"], _row_overlapped(row))
         if row.get("failed") or not cell:
-            line = [row["name"], "failed" if row.get("failed") else "-"] + ["-"] * (len(COLUMNS) - 2)
+            line = [name, "failed" if row.get("failed") else "-"] + ["-"] * (len(COLUMNS) - 2)
         else:
-            line = [row["name"], _tok(cell), _speedup(cell, row["name"] == comp["baseline"]), _accept(cell),
+            line = [name, _tok(cell), _speedup(cell, row["name"] == comp["baseline"]), _accept(cell),
                     _rate(cell), _pair(cell.get("ttft_ms")), _pair(cell.get("itl_ms")), _step(cell),
                     _num(cell.get("l_star"), 2)]
         if predicted:
@@ -135,7 +170,7 @@ def _rows_sweep(comp: dict) -> tuple[list[str], list[list[str]]]:
     header = ["profile"] + [f"c={c}" for c in comp["concurrencies"]]
     rows = []
     for row in comp["profiles"]:
-        line = [row["name"]]
+        line = [_marked(row["name"], _row_overlapped(row))]
         for c in comp["concurrencies"]:
             cell = row["cells"].get(str(c))
             if not cell:
@@ -230,6 +265,13 @@ def _notes(comp: dict) -> list[str]:
     errors = sum(cell.get("errors") or 0 for row in comp["profiles"] for cell in row["cells"].values())
     if errors:
         notes.append(f"{errors} request(s) failed; failed requests are not in the figures")
+    sweep = len(comp["concurrencies"]) != 1
+    for row in comp["profiles"]:
+        for c, cell in row["cells"].items():
+            for run_id, others in sorted((cell.get("overlapped") or {}).items()):
+                where = f"{row['name']} at concurrency {c}" if sweep else row["name"]
+                notes.append(f"{OVERLAP_MARK} {where}, run {run_id}, overlapped with {_runs_phrase(list(others))}: "
+                             f"{OVERLAP_NOTE}")
     return notes
 
 
@@ -259,7 +301,7 @@ def render_comparison(comp: dict, fmt: str = "text") -> str:
 CSV_FIELDS = ("profile", "concurrency", "baseline", "runs", "out_tok_s_median", "out_tok_s_min", "out_tok_s_max",
               "spread", "speedup", "noise", "accept_length_per_request", "accept_length_metrics", "accept_rate",
               "accept_rate_formula", "ttft_p50_ms", "ttft_p99_ms", "itl_p50_ms", "itl_p99_ms", "step_ms", "step_kind",
-              "l_star", "errors", "interrupted_runs", "predicted_l_star")
+              "l_star", "errors", "interrupted_runs", "predicted_l_star", "overlapped_runs")
 
 
 def comparison_rows(comp: dict) -> list[dict]:
@@ -283,6 +325,7 @@ def comparison_rows(comp: dict) -> list[dict]:
                 "itl_p99_ms": cell["itl_ms"]["p99"], "step_ms": cell.get("step_ms"), "step_kind": cell.get("step_kind"),
                 "l_star": cell.get("l_star"), "errors": cell.get("errors"), "interrupted_runs": cell.get("interrupted"),
                 "predicted_l_star": (row.get("predicted_l_star") or {}).get("value") if str(c) == "1" else None,
+                "overlapped_runs": " ".join(sorted(cell.get("overlapped") or {})) or None,
             })
     return out
 
@@ -336,7 +379,7 @@ def bar_chart(comp: dict, width: int = 40, concurrency: int | None = None) -> st
 RUN_FIELDS = ("id", "run_id", "when", "host", "profile", "preset", "concurrency", "repeat", "engine", "state",
               "out_tok_s", "accept_length_per_request", "accept_length_metrics", "accept_rate", "accept_rate_formula",
               "ttft_p50_ms", "ttft_p99_ms", "itl_p50_ms", "itl_p99_ms", "e2e_p50_ms", "step_ms", "requests", "errors",
-              "sglang_version", "profile_hash")
+              "sglang_version", "profile_hash", "overlapped_with")
 
 
 def run_row(run: dict) -> dict:
@@ -355,7 +398,7 @@ def run_row(run: dict) -> dict:
         "itl_p50_ms": (s.get("itl_ms") or {}).get("p50"), "itl_p99_ms": (s.get("itl_ms") or {}).get("p99"),
         "e2e_p50_ms": (s.get("e2e_ms") or {}).get("p50"), "step_ms": s.get("step_ms"),
         "requests": s.get("requests"), "errors": s.get("errors"), "sglang_version": run.get("sglang_version"),
-        "profile_hash": run.get("profile_hash"),
+        "profile_hash": run.get("profile_hash"), "overlapped_with": " ".join(run.get("overlapped_with") or []) or None,
     }
 
 
@@ -378,22 +421,33 @@ def _cellfmt(key: str, v: Any) -> str:
     return str(v)
 
 
-def render_runs(runs: list[dict], fmt: str = "text") -> str:
+def render_runs(runs: list[dict], fmt: str = "text", refs: dict | None = None) -> str:
+    """Runs as a table; an overlapped run is marked (``†``) and footnoted. ``refs`` ({(host, run_id):
+    history id}) names the other runs by their history ids where known."""
     rows = [run_row(r) for r in runs]
     if fmt == "json":
         return to_json({"kind": "runs", "runs": runs})
     if fmt == "csv":
         return _csv(RUN_FIELDS, rows)
-    cells = [[_cellfmt(k, r[k]) for k in MD_RUN_COLUMNS] for r in rows]
+    cells = []
+    overlaps = []
+    for run, r in zip(runs, rows):
+        line = [_cellfmt(k, r[k]) for k in MD_RUN_COLUMNS]
+        sentence = overlap_sentence(run, refs)
+        if sentence:
+            line[MD_RUN_COLUMNS.index("profile")] = _marked(line[MD_RUN_COLUMNS.index("profile")], True)
+            overlaps.append(f"{OVERLAP_MARK} run {run.get('id') or run['run_id']} {sentence}")
+        cells.append(line)
     if fmt == "markdown":
         rates = sorted({r["accept_rate_formula"] for r in rows if r["accept_rate_formula"]})
         notes = [f"- accept rate: {f}" for f in rates]
         notes.append("- accept len (req): per request, weighted by verify steps; (metrics): Δgeneration_tokens / "
                      "Δspec_verify_calls from /metrics over the run")
+        notes += [f"- {n}" for n in overlaps]
         return _md_table(list(MD_RUN_HEAD), cells) + "\n\n" + "\n".join(notes) + "\n"
     if fmt != "text":
         raise ValueError(f"unknown format {fmt!r}: choose {', '.join(FORMATS)}")
-    return _grid(list(MD_RUN_HEAD), cells) + "\n"
+    return _grid(list(MD_RUN_HEAD), cells) + "\n" + "".join(f"  {n}\n" for n in overlaps)
 
 
 def parse_markdown_table(text: str) -> list[list[str]]:
@@ -426,8 +480,9 @@ def parse_markdown_table(text: str) -> list[list[str]]:
     return rows
 
 
-def render_run_detail(run: dict) -> str:
-    """Everything one run measured, for ``history show ID`` and a single ``spectui bench`` run."""
+def render_run_detail(run: dict, refs: dict | None = None) -> str:
+    """Everything one run measured, for ``history show ID`` and a single ``spectui bench`` run
+    (``refs``: see :func:`render_runs`)."""
     s = run.get("stats") or {}
     p = run.get("preset") or {}
     lines = [f"run {run.get('id', '')} {run['run_id']}: {run.get('profile') or run.get('server') or '?'} on "
@@ -436,6 +491,9 @@ def render_run_detail(run: dict) -> str:
              + (f", repeat {run['repeat']}" if run.get("repeat") else ""),
              f"state {run.get('state')}" + (f": {run['reason']}" if run.get("reason") else "")
              + f"; engine {run.get('engine')}; started {_when(run.get('started_at'))}"]
+    sentence = overlap_sentence(run, refs)
+    if sentence:
+        lines.append(f"{OVERLAP_MARK} {sentence}")
     gpus = run.get("gpus") or []
     hw = f"{len(gpus)} x {gpus[0]}" if gpus and len(set(gpus)) == 1 else (", ".join(gpus) or "GPUs unknown")
     lines.append(f"{hw}; SGLang {run.get('sglang_version') or '?'}; spectui {run.get('spectui_version')}; "

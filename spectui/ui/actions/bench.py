@@ -3,7 +3,9 @@
 Mixed into :class:`~spectui.ui.app.SpectuiApp`: the workers live on the App (one benchmark at a
 time), feed a :class:`~spectui.ui.benchjob.BenchJob`, and save to the history. The bench API
 pauses the demo traffic while it measures and gives it back; the console keeps it paused (the
-``t`` key and the reconnection both wait) until the benchmark ends.
+``t`` key and the reconnection both wait) until the benchmark ends. A server that another run
+measures (another console's, or ``spectui bench``'s) is refused by the host: the benchmark screen
+and a notification show the host's sentence naming that run.
 """
 
 from __future__ import annotations
@@ -16,6 +18,7 @@ from pathlib import Path
 from textual import work
 
 from spectui.core.bench import (
+    BENCH_BUSY,
     BenchError,
     CompareEvent,
     Preset,
@@ -62,6 +65,15 @@ def write_export(text: str, name: str, folders: list[Path] | None = None) -> Pat
         except OSError as exc:
             last = exc
     raise OSError(f"no folder would take {name} ({last})")
+
+
+def refusal(exc: Exception) -> str | None:
+    """The host's sentence when it refused a run because the server is being benchmarked, as a
+    notification shows it (capitalised, with its full stop); None for any other error."""
+    if not isinstance(exc, AgentCallError) or exc.code != BENCH_BUSY:
+        return None
+    text = str(exc).strip()
+    return text[:1].upper() + text[1:] + ("" if text.endswith(".") else ".")
 
 
 class BenchActions:
@@ -218,8 +230,12 @@ class BenchActions:
                          "(spectui bench --collect saves it when it ends).")
             raise
         except (SpectuiError, PresetError, ValueError, OSError) as exc:
-            job.fail(str(exc))
-            self.notify(f"Benchmark of {job.server}: {exc}", severity="error", timeout=15)
+            busy = refusal(exc)
+            job.fail(busy or str(exc))
+            if busy:
+                self.notify(busy, title="Benchmark refused", severity="warning", timeout=20, markup=False)
+            else:
+                self.notify(f"Benchmark of {job.server}: {exc}", severity="error", timeout=15)
         finally:
             self._bench_done(job)
 
@@ -312,8 +328,12 @@ class BenchActions:
                             f"(spectui bench --collect saves it).", self._saved_comparison(store, job))
             self.notify(job.message, severity="error", timeout=15)
         except (BenchError, SpectuiError, PresetError, ValueError, OSError) as exc:
-            job.fail(str(exc))
-            self.notify(f"Comparison: {exc}", severity="error", timeout=15)
+            busy = refusal(exc)
+            job.fail(busy or str(exc))
+            if busy:
+                self.notify(busy, title="Comparison refused", severity="warning", timeout=20, markup=False)
+            else:
+                self.notify(f"Comparison: {exc}", severity="error", timeout=15)
         finally:
             self._bench_done(job)
 
