@@ -14,7 +14,12 @@
 * ``bench.results``: the per-request records from a byte ``offset`` (whole lines), the status
   and, once finished, ``summary.json``: a client that lost its connection asks again from the
   offset it had, so nothing is lost or read twice.
-* ``bench.cancel``: SIGTERM the runner and wait for it to write its ending.
+* ``bench.cancel``: SIGTERM the runner and wait for it to write its ending (``reason``, when given, is
+  the one the run ends with, written to ``cancel.json`` for the runner to read).
+* Servers: a stop or switch (``server_manager``) that would stop a server a live run measures is
+  refused (``server_benchmarked``) unless told to stop it anyway; :meth:`BenchHost.measuring` finds
+  those runs the way a start does, and the start re-reads the server's record under the lock, so a
+  server being stopped is never benchmarked.
 * ``bench.watch``: ``bench_progress`` events (requests done, live tok/s and accept length, ETA)
   about twice a second while the run goes on and a client is connected.
 * ``bench.engines``: which of ``sglang.benchmark.serving`` / ``sglang.bench_serving`` a Python has.
@@ -116,8 +121,9 @@ class BenchHost(object):
               "overlapped_with": list(spec.get("overlapped_with") or [])}
         if launch.get("pid"):
             gone = not _same_process(launch["pid"], launch.get("start_ticks"))
-        else:
-            gone = time.time() - (spec.get("created_at") or 0) > STARTING_GRACE_S and run_id not in self.procs
+        else:  # a folder another agent is filling has no spec yet: its own time says how old it is
+            created = spec.get("created_at") or _mtime(d)
+            gone = time.time() - created > STARTING_GRACE_S and run_id not in self.procs
         if not gone:
             return st
         self._reap()
@@ -170,6 +176,23 @@ class BenchHost(object):
         if live:
             raise AgentError(BENCH_BUSY, busy_sentence(server, live))
 
+    def measuring(self, record):
+        """The live runs (started by any agent on this host) that measure the server of ``record`` (a
+        server record: name, host, port), oldest first, as ``(status, target)``."""
+        return self.live_runs({"name": record.get("name"), "host": record.get("host"), "port": record.get("port")})
+
+    @staticmethod
+    def sentence(name, live, switching_to=None):
+        """Why a stop of server ``name`` (or a switch to ``switching_to``) is refused (:func:`benchmarked_sentence`)."""
+        return benchmarked_sentence(name, live, switching_to)
+
+    def _still_ready(self, server):
+        """Under the start lock: a named server that a stop began on meanwhile is not benchmarked."""
+        name = server.get("name")
+        rec = self.agent.servers.store.read(name) if name else None
+        if rec is not None and rec.get("state") != "ready":
+            raise AgentError("not_ready", "server %s is %s, not ready: start it first" % (name, rec.get("state")))
+
     # --- methods ---------------------------------------------------------------------------------
     def start(self, params):
         spec = dict(params["spec"])
@@ -189,6 +212,7 @@ class BenchHost(object):
         elif not spec.get("prompts"):
             raise AgentError("bad_params", "the benchmark has no prompts")
         with self.start_lock:  # the check and the start are one step for every agent on this host
+            self._still_ready(server)
             live = self.live_runs(server)
             if not allow_overlap:
                 self._refuse_if_busy(server, live)
@@ -343,6 +367,8 @@ class BenchHost(object):
         st = self.status(run_id, d)
         if st.get("state") in FINAL:
             return dict(st, already_finished=True)
+        if params.get("reason"):
+            write_json(os.path.join(d, "cancel.json"), {"reason": str(params["reason"])})
         pid = st.get("pid")
         ps = proc_stat(pid) if pid else None
         if ps is not None and (st.get("start_ticks") is None or ps[3] == st.get("start_ticks")):
@@ -383,6 +409,13 @@ class BenchHost(object):
                 w.stop()
 
 
+def _mtime(path):
+    try:
+        return os.path.getmtime(path)
+    except OSError:
+        return 0.0
+
+
 def _same_process(pid, start_ticks):
     ps = proc_stat(pid) if pid else None
     return ps is not None and ps[0] not in ("Z", "X") and (start_ticks is None or ps[3] == start_ticks)
@@ -413,14 +446,9 @@ def _ago(seconds):
     return "%d h %d min" % (s // 3600, (s % 3600) // 60)
 
 
-def busy_sentence(server, live, now=None):
-    """Why a start is refused, naming the run that measures the server already, and what to do."""
-    now = time.time() if now is None else now
+def _runs_phrase(live, now):
+    """``run ID (preset P, started N s ago)``, plus how many other runs measure the server too."""
     st, _ = live[0]
-    if server.get("name"):
-        who = "server %s" % server["name"]
-    else:
-        who = "the server at %s:%s" % (server.get("host"), server.get("port"))
     bits = []
     preset = (st.get("labels") or {}).get("preset")
     if preset:
@@ -431,9 +459,41 @@ def busy_sentence(server, live, now=None):
     run = "run %s" % st["run_id"] + (" (%s)" % ", ".join(bits) if bits else "")
     if len(live) > 1:
         run += " and %d other run%s" % (len(live) - 1, "" if len(live) == 2 else "s")
+    return run
+
+
+def busy_sentence(server, live, now=None):
+    """Why a start is refused, naming the run that measures the server already, and what to do."""
+    now = time.time() if now is None else now
+    st, _ = live[0]
+    if server.get("name"):
+        who = "server %s" % server["name"]
+    else:
+        who = "the server at %s:%s" % (server.get("host"), server.get("port"))
     return ("%s is already being benchmarked by %s; wait for it to end, cancel it (spectui bench --cancel %s, or c "
             "on the benchmark screen of the console running it), or pass --allow-overlap to measure both at once"
-            % (who, run, st["run_id"]))
+            % (who, _runs_phrase(live, now), st["run_id"]))
+
+
+def benchmarked_sentence(name, live, switching_to=None, now=None):
+    """Why a stop (or a switch to ``switching_to``) of server ``name`` is refused: the run that measures it,
+    and what to do."""
+    now = time.time() if now is None else now
+    st, _ = live[0]
+    one = len(live) == 1
+    run = "the run" if one else "the runs"
+    if one:
+        cancel = "cancel it (spectui bench --cancel %s)" % st["run_id"]
+    else:
+        cancel = "cancel them (spectui bench --cancel RUN_ID for each of %s)" % ", ".join(s["run_id"] for s, _ in live)
+    if switching_to:
+        doing = "switching to %s would stop it and cut %s short" % (switching_to, run)
+        anyway = "switch anyway with spectui servers switch %s --stop-benchmark" % switching_to
+    else:
+        doing = "stopping it would cut %s short" % run
+        anyway = "stop it anyway with spectui servers stop %s --stop-benchmark" % name
+    return ("server %s is being benchmarked by %s, and %s; wait for %s to end, %s, or %s (%s then end%s "
+            "interrupted)" % (name, _runs_phrase(live, now), doing, run, cancel, anyway, run, "s" if one else ""))
 
 
 def _add_overlap(run_dir, run_id):
@@ -578,6 +638,7 @@ class Watcher(object):
 def methods(agent):
     host = BenchHost(agent)
     agent.on_close(host.close)
+    agent.servers.benchmarks = host  # stops and switches ask it which live runs measure a server
     return {
         "bench.start": host.start,
         "bench.status": host.status_method,

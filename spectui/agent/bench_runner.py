@@ -22,7 +22,8 @@ the final chunk's ``meta_info`` under either generation of key names.
 With ``engine: sglang`` the run is handed to the host's ``sglang.benchmark.serving`` (or
 ``sglang.bench_serving``) instead; its JSONL output is kept as ``sglang.jsonl``.
 
-SIGTERM or SIGINT cancel the run: in-flight requests are cut, the run ends ``interrupted``.
+SIGTERM or SIGINT cancel the run: in-flight requests are cut, the run ends ``interrupted``, with the
+reason ``bench.cancel`` left in ``cancel.json`` when there is one.
 """
 
 from __future__ import annotations
@@ -560,7 +561,8 @@ def main(argv):
     runner = Runner(run_dir, spec)
 
     def on_signal(signum, frame):
-        runner.cancel("cancelled" if signum != signal.SIGINT else "cancelled (SIGINT)")
+        asked = (read_json(os.path.join(run_dir, "cancel.json"), {}) or {}).get("reason")  # bench.cancel's reason
+        runner.cancel(asked or ("cancelled" if signum != signal.SIGINT else "cancelled (SIGINT)"))
 
     for sig in (signal.SIGTERM, signal.SIGINT):
         try:

@@ -4,10 +4,16 @@ Servers are started detached (own session and process group) so they outlive the
 and the SSH connection, and recorded in the state folder so a later agent re-adopts them.
 Starts and stops are serialised across agents by a lock file, so two consoles on one host
 see the same servers and never start one twice.
+
+A stop, and so a switch, refuses to stop a server that a live benchmark run measures (a run
+started by any agent on this host, found from the run folders by the bench methods), with the
+``server_benchmarked`` error naming the run, unless ``stop_benchmark`` is set: the run is then
+cancelled (it ends ``interrupted``, saying why) before the server is stopped.
 """
 
 from __future__ import annotations
 
+import contextlib
 import os
 import threading
 import time
@@ -27,6 +33,7 @@ from .server_process import (
 from .server_records import FINAL_STATES, LIVE_STATES, RecordStore
 from .server_watch import ServerWatch
 
+SERVER_BENCHMARKED = "server_benchmarked"
 DEFAULT_GRACE_S = 20.0
 RELEASE_TIMEOUT_S = 60.0
 READY_TIMEOUT_S = 1800.0
@@ -54,6 +61,20 @@ class ServerManager(object):
         self._monitor = None
         self._stop = threading.Event()
         self._adopted = False
+        self.benchmarks = None  # the bench methods' BenchHost, which sets itself here: live runs per server
+
+    # --- benchmarks measuring a server ------------------------------------------------------
+    def _measured_by(self, record):
+        """The live benchmark runs that measure ``record``'s server, as ``(status, target)``."""
+        return self.benchmarks.measuring(record) if self.benchmarks is not None else []
+
+    def _refuse_if_measured(self, record, live, switching_to=None):
+        if live:
+            raise AgentError(SERVER_BENCHMARKED, self.benchmarks.sentence(record["name"], live, switching_to))
+
+    def _bench_lock(self):
+        """The lock benchmark starts take: held while a stop checks for runs and marks its server stopping."""
+        return self.benchmarks.start_lock if self.benchmarks is not None else contextlib.nullcontext()
 
     # --- records and watches ---------------------------------------------------------
     def _emit(self, record):
@@ -116,12 +137,24 @@ class ServerManager(object):
                 except Exception as exc:  # never let one server stop the watching of others
                     changed = False
                     w.record["monitor_error"] = str(exc)
+                if changed and w.record["state"] in ("crashed", "failed"):
+                    self._stopped_elsewhere(w.record)
                 if changed:
                     self.store.write(w.record)
                     self._emit(w.record)
                 if w.record["state"] in FINAL_STATES and self.watches.get(w.record["name"]) is w:
                     del self.watches[w.record["name"]]
                     w.close()
+
+    def _stopped_elsewhere(self, record):
+        """A server this agent saw die that another agent was stopping (or stopped): ``stopped``, not a crash."""
+        stored = self.store.read(record["name"])
+        if (stored and stored.get("pid") == record.get("pid") and stored.get("start_ticks") == record.get("start_ticks")
+                and stored.get("state") in ("stopping", "stopped")):
+            record.update(state="stopped", reason=stored.get("reason"), ended_at=stored.get("ended_at") or time.time())
+            record.pop("log_tail", None)
+            if stored.get("stop"):
+                record["stop"] = stored["stop"]
 
     def serving(self):
         """{name: record} of the servers this agent watches (copies, safe to read)."""
@@ -276,8 +309,10 @@ class ServerManager(object):
             time.sleep(0.1)
 
     # --- stop ------------------------------------------------------------------------------
-    def stop(self, params, on_stage=None):
-        """Stop a server; ``on_stage(label)`` hears when the wait for GPU memory begins."""
+    def stop(self, params, on_stage=None, switching_to=None):
+        """Stop a server; ``on_stage(label)`` hears when the wait for GPU memory begins. A server that a live
+        benchmark run measures is refused (``server_benchmarked``) unless ``stop_benchmark``: then the run is
+        cancelled first. ``switching_to``: the switch this stop is part of (for the sentences)."""
         name = params["name"]
         grace = float(params.get("grace_s") or DEFAULT_GRACE_S)
         if not self._adopted:
@@ -294,10 +329,15 @@ class ServerManager(object):
                 pids.add(r["pid"])
             if not group_pids(pgid or -1) and r.get("state") in FINAL_STATES:
                 return dict(view(r), already_stopped=True)
-            prior = r.get("state")
-            r["state"] = "stopping"
-            self.store.write(r)
+            with self._bench_lock():  # no run starts on it between the check and "stopping"
+                live = self._measured_by(r)
+                if not params.get("stop_benchmark"):
+                    self._refuse_if_measured(r, live, switching_to)
+                prior = r.get("state")
+                r["state"] = "stopping"
+                self.store.write(r)
             self._emit(r)
+            cancelled = self._cancel_runs(name, live, switching_to)
             exit_s, killed, left = terminate_group(pgid, grace, reap=w.reap if w is not None else None)
             if left:
                 raise AgentError("stop_failed", "processes %s of %s are still alive after SIGKILL"
@@ -315,7 +355,17 @@ class ServerManager(object):
                     self.watches.pop(name, None)
                     w.close()
         self._emit(r)
-        return view(r)
+        return dict(view(r), benchmarks_cancelled=cancelled) if cancelled else view(r)
+
+    def _cancel_runs(self, name, live, switching_to):
+        """Cancel the runs measuring server ``name`` (told to stop it anyway); their ids."""
+        why = "for a switch to %s " % switching_to if switching_to else ""
+        out = []
+        for st, _ in live:
+            self.benchmarks.cancel({"run_id": st["run_id"], "reason": "cancelled: server %s was stopped %swhile this "
+                                                                      "run measured it" % (name, why)})
+            out.append(st["run_id"])
+        return out
 
     # --- switch ----------------------------------------------------------------------------
     def switch(self, params):
@@ -340,17 +390,24 @@ class ServerManager(object):
                 and current.get("profile_hash") == params.get("profile_hash")):
             stage("ready", "already running")
             return {"server": view(current), "stages": stages, "total_s": 0.0, "already_running": True}
-        for r in self.store.read_all():
-            holds = (r["name"] == name or int(r.get("port") or 0) == port or gpus & set(r.get("gpus") or []))
-            if holds and r.get("pgid") and group_pids(r["pgid"]):
-                stage("stopping", r["name"])
-                res = self.stop({"name": r["name"], "grace_s": params.get("grace_s")},
-                                on_stage=lambda label, n=r["name"]: stage(label, n))
-                stop = res.get("stop") or {}
-                stages.append({"stage": "stopping", "detail": r["name"], "seconds": stop.get("exit_s", 0.0)})
-                stages.append({"stage": "waiting for GPU memory", "detail": r["name"],
-                               "seconds": stop.get("release_s", 0.0)})
-                stage("stopped", r["name"], None)
+        holders = [r for r in self.store.read_all()
+                   if (r["name"] == name or int(r.get("port") or 0) == port or gpus & set(r.get("gpus") or []))
+                   and r.get("pgid") and group_pids(r["pgid"])]
+        if not params.get("stop_benchmark"):  # before stopping any: each stop checks again under the lock
+            for r in holders:
+                self._refuse_if_measured(r, self._measured_by(r), name)
+        cancelled = []
+        for r in holders:
+            stage("stopping", r["name"])
+            res = self.stop({"name": r["name"], "grace_s": params.get("grace_s"),
+                             "stop_benchmark": params.get("stop_benchmark")},
+                            on_stage=lambda label, n=r["name"]: stage(label, n), switching_to=name)
+            cancelled += res.get("benchmarks_cancelled") or []
+            stop = res.get("stop") or {}
+            stages.append({"stage": "stopping", "detail": r["name"], "seconds": stop.get("exit_s", 0.0)})
+            stages.append({"stage": "waiting for GPU memory", "detail": r["name"],
+                           "seconds": stop.get("release_s", 0.0)})
+            stage("stopped", r["name"], None)
         t = time.monotonic()
         stage("starting")
         self.start(params)
@@ -372,7 +429,10 @@ class ServerManager(object):
                 break
             time.sleep(0.1)
         stage(state, r.get("reason"), time.monotonic() - t)
-        return {"server": view(r), "stages": stages, "total_s": round(time.monotonic() - t_all, 3)}
+        out = {"server": view(r), "stages": stages, "total_s": round(time.monotonic() - t_all, 3)}
+        if cancelled:
+            out["benchmarks_cancelled"] = cancelled
+        return out
 
     # --- logs ------------------------------------------------------------------------------
     def logs(self, params):

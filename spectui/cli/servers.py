@@ -10,10 +10,10 @@ import time
 
 from spectui.cli.hostopts import (add_host_options, explain_connect_error, refuse_on_problems,
                                   run_with_passphrase_prompt, target_from_args)
-from spectui.core.errors import SpectuiError
+from spectui.core.errors import AgentCallError, SpectuiError
 from spectui.core.flagcheck import check_on_host
 from spectui.core.profiles import ProfileError, load_profiles
-from spectui.core.servers import ServerControl
+from spectui.core.servers import SERVER_BENCHMARKED, ServerControl
 from spectui.core.session import HostTarget, open_session
 
 
@@ -47,6 +47,9 @@ def register(sub: argparse._SubParsersAction) -> None:
     stop = action("stop", "stop a server (all servers spectui started, without PROFILE)", profile="optional")
     for a in (stop, sw):
         a.add_argument("--grace", type=float, default=20.0, metavar="S", help="SIGTERM grace period before SIGKILL")
+        a.add_argument("--stop-benchmark", action="store_true",
+                       help="stop a server even while a benchmark run measures it (the run is cancelled and ends "
+                            "interrupted)")
     lg = action("logs", "print a server's log", profile="required", json_flag=False)
     lg.add_argument("-f", "--follow", action="store_true", help="keep printing new lines")
     lg.add_argument("--lines", type=int, default=40, metavar="N")
@@ -118,6 +121,14 @@ def render_list(servers: list[dict]) -> str:
     return "\n".join(rows)
 
 
+def _cancelled(result: dict) -> str:
+    """``; benchmark run R cancelled (interrupted)`` when a stop with --stop-benchmark cut runs short."""
+    runs = result.get("benchmarks_cancelled") or []
+    if not runs:
+        return ""
+    return f"; benchmark run{'s' if len(runs) > 1 else ''} {', '.join(runs)} cancelled (interrupted)"
+
+
 def _ended_badly(server: dict) -> str | None:
     if server["state"] in ("failed", "crashed", "unresponsive"):
         tail = "\n".join("  " + l for l in (server.get("log_tail") or [])[-15:])
@@ -151,12 +162,19 @@ async def _run(args: argparse.Namespace, target: HostTarget) -> int:
             servers = await ctl.list()
             names = [args.profile] if args.profile else [s["name"] for s in servers if s["state"] not in ("stopped",)]
             results = []
+            refused: list[AgentCallError] = []  # servers a live benchmark run measures: the others still stop
             for name in names:
                 progress.show(f"{name}: stopping")
-                results.append(await ctl.stop(name, grace_s=args.grace))
+                try:
+                    results.append(await ctl.stop(name, grace_s=args.grace, stop_benchmark=args.stop_benchmark))
+                except AgentCallError as exc:
+                    if exc.code != SERVER_BENCHMARKED or args.profile:
+                        progress.done()  # the error's sentence on a line of its own
+                        raise
+                    refused.append(exc)
             progress.done()
             if args.json:
-                print(json.dumps({"stopped": results}, indent=2))
+                print(json.dumps({"stopped": results, "refused": [str(e) for e in refused]}, indent=2))
             else:
                 for r in results:
                     st = r.get("stop") or {}
@@ -166,8 +184,11 @@ async def _run(args: argparse.Namespace, target: HostTarget) -> int:
                         rel = ("GPU memory released in %.1f s" % st["release_s"]) if st.get("gpu_released") else \
                             (st.get("release_check") or "GPU release unknown")
                         print(f"{r['name']}: stopped in {st.get('exit_s', 0):.1f} s"
-                              f"{' (SIGKILL after the grace period)' if st.get('killed') else ''}; {rel}")
-            return 0
+                              f"{' (SIGKILL after the grace period)' if st.get('killed') else ''}; {rel}"
+                              + _cancelled(r))
+            for exc in refused:
+                print(f"spectui: {exc}", file=sys.stderr)
+            return 1 if refused else 0
         # start / switch: the profile's flags are checked against the host's SGLang first
         if refuse_on_problems(await check_on_host(session, profile),
                               f"{profile.name} was not launched: fix the profile first."):
@@ -178,7 +199,8 @@ async def _run(args: argparse.Namespace, target: HostTarget) -> int:
                 server = await ctl.wait(profile.name, timeout_s=args.timeout)
             result = {"server": server}
         else:
-            result = await ctl.switch(profile, force=args.force, grace_s=args.grace, timeout_s=args.timeout)
+            result = await ctl.switch(profile, force=args.force, grace_s=args.grace, timeout_s=args.timeout,
+                                      stop_benchmark=args.stop_benchmark)
             server = result["server"]
         progress.done()
         if args.json:
@@ -192,7 +214,7 @@ async def _run(args: argparse.Namespace, target: HostTarget) -> int:
             if server.get("ready_at") and server.get("started_at"):
                 took = f" in {server['ready_at'] - server['started_at']:.1f} s"
             state = "already running" if server.get("already_running") or result.get("already_running") else server["state"]
-            print(f"{server['name']}: {state}{took} (pid {server['pid']}, port {server['port']})")
+            print(f"{server['name']}: {state}{took} (pid {server['pid']}, port {server['port']})" + _cancelled(result))
             for s in result.get("stages", []):
                 print(f"  {s['stage']:<24} {s.get('detail') or '' if isinstance(s.get('detail'), str) else '':<20} "
                       f"{s['seconds']:.2f} s")

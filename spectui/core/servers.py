@@ -10,6 +10,8 @@ from spectui.core.rpc import Event
 from spectui.core.session import Session
 
 FINAL_STATES = ("stopped", "failed", "crashed")
+# the agent's error code: a stop or switch would stop a server that a live benchmark run measures
+SERVER_BENCHMARKED = "server_benchmarked"
 STATE_ORDER = ("starting", "loading", "ready", "unresponsive", "stopping", "stopped", "failed", "crashed")
 
 
@@ -62,13 +64,19 @@ class ServerControl:
         return await self.session.client.call("server.wait", {"name": name, "states": states,
                                                               "timeout_s": timeout_s}, timeout=timeout_s + 30)
 
-    async def stop(self, name: str, *, grace_s: float = 20.0) -> dict:
-        return await self.session.client.call("server.stop", {"name": name, "grace_s": grace_s},
-                                              timeout=grace_s + 120)
+    async def stop(self, name: str, *, grace_s: float = 20.0, stop_benchmark: bool = False) -> dict:
+        """Stop server ``name``. One that a live benchmark run measures is refused (:data:`SERVER_BENCHMARKED`,
+        a sentence naming the run) unless ``stop_benchmark``: the run is then cancelled and ends interrupted."""
+        return await self.session.client.call("server.stop", {"name": name, "grace_s": grace_s,
+                                                              "stop_benchmark": stop_benchmark},
+                                              timeout=grace_s + 150)
 
     async def switch(self, profile: Profile, *, force: bool = False, grace_s: float = 20.0,
-                     timeout_s: float = 1800) -> dict:
-        params = dict(start_params(profile, self.session, force=force), grace_s=grace_s, timeout_s=timeout_s)
+                     timeout_s: float = 1800, stop_benchmark: bool = False) -> dict:
+        """Stop what holds the profile's GPUs or port, then start it; refused like :meth:`stop` when a live
+        benchmark run measures a server it would stop."""
+        params = dict(start_params(profile, self.session, force=force), grace_s=grace_s, timeout_s=timeout_s,
+                      stop_benchmark=stop_benchmark)
         return await self.session.client.call("server.switch", params, timeout=None)
 
     async def logs(self, name: str, *, lines: int = 40, offset: int | None = None) -> dict:

@@ -429,7 +429,8 @@ class SpectuiApp(BenchActions, ProbeActions, SourceActions, App):
                 self.notify(f"{profile.name}: {server.get('state')}", severity="warning")
         except (SpectuiError, OSError) as exc:
             self.switch_errors[profile.name] = str(exc)
-            self.notify(str(exc), severity="error", timeout=15)
+            if not self.notify_benchmarked(exc, "Switch refused"):
+                self.notify(str(exc), severity="error", timeout=15)
         finally:
             self.busy = None
             self.refresh_now()
@@ -471,7 +472,8 @@ class SpectuiApp(BenchActions, ProbeActions, SourceActions, App):
             self.notify(f"{name} stopped ({st.get('exit_s', 0):.1f} s, GPU memory free after "
                         f"{st.get('release_s', 0):.1f} s).")
         except (SpectuiError, OSError) as exc:
-            self.notify(str(exc), severity="error", timeout=15)
+            if not self.notify_benchmarked(exc, "Stop refused"):
+                self.notify(str(exc), severity="error", timeout=15)
         finally:
             self.busy = None
             self.refresh_now()
@@ -517,7 +519,8 @@ class SpectuiApp(BenchActions, ProbeActions, SourceActions, App):
                         severity="information" if server.get("state") == "ready" else "error")
         except (SpectuiError, OSError) as exc:
             self.switch_errors[profile.name] = str(exc)
-            self.notify(str(exc), severity="error", timeout=15)
+            if not self.notify_benchmarked(exc, "Restart refused"):
+                self.notify(str(exc), severity="error", timeout=15)
         finally:
             self.busy = None
             self.refresh_now()

@@ -37,6 +37,7 @@ from spectui.core.errors import AgentCallError, Disconnected, SpectuiError
 from spectui.core.history import HistoryError, HistoryStore
 from spectui.core.paths import user_data_dir
 from spectui.core.profiles import Profile
+from spectui.core.servers import SERVER_BENCHMARKED
 from spectui.ui.benchjob import BenchJob
 from spectui.ui.screens.bench import BenchScreen
 from spectui.ui.screens.confirm import ConfirmScreen
@@ -67,10 +68,11 @@ def write_export(text: str, name: str, folders: list[Path] | None = None) -> Pat
     raise OSError(f"no folder would take {name} ({last})")
 
 
-def refusal(exc: Exception) -> str | None:
-    """The host's sentence when it refused a run because the server is being benchmarked, as a
+def refusal(exc: Exception, code: str = BENCH_BUSY) -> str | None:
+    """The host's sentence when it refused a run because the server is being benchmarked (or, with
+    ``code`` :data:`SERVER_BENCHMARKED`, a stop or switch of a server a live run measures), as a
     notification shows it (capitalised, with its full stop); None for any other error."""
-    if not isinstance(exc, AgentCallError) or exc.code != BENCH_BUSY:
+    if not isinstance(exc, AgentCallError) or exc.code != code:
         return None
     text = str(exc).strip()
     return text[:1].upper() + text[1:] + ("" if text.endswith(".") else ".")
@@ -86,6 +88,14 @@ class BenchActions:
         self._board_session = None
         self.marked: list[str] = []           # profiles marked for B, in the order marked
         self.last_preset: str | None = None
+
+    def notify_benchmarked(self, exc: Exception, title: str) -> bool:
+        """Show the host's sentence when it refused to stop a server that a live benchmark run measures
+        (another console's, or ``spectui bench``'s); False for any other error."""
+        text = refusal(exc, SERVER_BENCHMARKED)
+        if text is not None:
+            self.notify(text, title=title, severity="warning", timeout=20, markup=False)
+        return text is not None
 
     def history_store(self) -> HistoryStore:
         return HistoryStore()
