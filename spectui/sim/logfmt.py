@@ -100,11 +100,13 @@ class LogFormat:
                 "Prefill batch, #new-seq: %d, #new-token: %d, #cached-token: %d, token usage: %.2f, "
                 "#running-req: %d, #queue-req: %d, " % (new_seq, new_token, cached_token, token_usage, running, queue)
             )
+        # sglang 0.5.23 wheel, sglang/srt/managers/scheduler_components/metrics_reporter.py:753-782
+        # (the usage part from pool_stats_observer.py:104-117: no "#token:" in a prefill line)
         return (
-            "Prefill batch, #new-seq: %d, #new-token: %d, #cached-token: %d, #token: %d, token usage: %.2f, "
+            "Prefill batch, #new-seq: %d, #new-token: %d, #cached-token: %d, token usage: %.2f, "
             "#running-req: %d, #queue-req: %d, #pending-token: 0, cuda graph: False, "
             "input throughput (token/s): %.2f"
-            % (new_seq, new_token, cached_token, num_token, token_usage, running, queue, input_throughput)
+            % (new_seq, new_token, cached_token, token_usage, running, queue, input_throughput)
         )
 
     def decode(self, running: int, num_token: int, token_usage: float, spec: bool, accept_len: float,

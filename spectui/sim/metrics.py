@@ -5,6 +5,12 @@ when a Prefill or Decode line is logged (so the speculative gauges hold the last
 go stale when idle, as SGLang's do). Request counters and latency histograms carry
 ``model_name, engine_type`` (plus ``is_streaming`` where SGLang has it) and are updated as
 requests produce tokens and finish.
+
+``sglang:realtime_tokens_total`` (scheduler labels plus ``mode`` in ``prefill_compute``,
+``prefill_cache``, ``decode``) exists from SGLang 0.5.7 on, so only in the 0.5.23 era here
+(sglang 0.5.23 wheel, sglang/srt/observability/metrics_collector.py:1032-1039; increments skip
+a zero delta, :1558-1578). Its decode series grows at every decode iteration, unlike
+``generation_tokens_total``, which moves only when a request finishes.
 """
 
 from __future__ import annotations
@@ -25,7 +31,8 @@ ITL_BUCKETS = [
 class ServerMetrics:
     content_type = CONTENT_TYPE_LATEST
 
-    def __init__(self, model_name: str, engine_type: str = "unified"):
+    def __init__(self, model_name: str, engine_type: str = "unified", era: str = "0.5.23"):
+        self.era = era
         self.registry = CollectorRegistry(auto_describe=True)
         r = self.registry
         self.sched_labels: Dict[str, str] = {
@@ -63,6 +70,15 @@ class ServerMetrics:
         self.utilization = gauge("sglang:utilization", "The utilization (request load, not GPU load).")
         self.max_total_num_tokens = gauge("sglang:max_total_num_tokens", "Maximum total number of tokens in the KV pool.")
         self.is_cuda_graph = gauge("sglang:is_cuda_graph", "Whether the last batch ran a CUDA graph.")
+
+        self._realtime = None  # a series appears with its first increment, as in SGLang
+        if era == "0.5.23":
+            self._realtime = Counter(
+                "sglang:realtime_tokens",
+                "Total number of tokens processed (updated on each log interval). "
+                "mode: prefill_compute, prefill_cache, decode.",
+                labelnames=sl + ["mode"], registry=r,
+            )
 
         stream_l = tl + ["is_streaming"]
         self.prompt_tokens_total = Counter(
@@ -107,6 +123,16 @@ class ServerMetrics:
                 self.ttft.labels(**lab),
                 self.e2e.labels(**lab),
             )
+
+    # -- the scheduler ------------------------------------------------------------------------------
+    def realtime_tokens(self, prefill_compute: int = 0, prefill_cache: int = 0, decode: int = 0) -> None:
+        """One prefill or decode iteration's tokens (``increment_realtime_tokens``)."""
+        if self._realtime is None:
+            return
+        for mode, delta in (("prefill_compute", prefill_compute), ("prefill_cache", prefill_cache),
+                            ("decode", decode)):
+            if delta:
+                self._realtime.labels(mode=mode, **self.sched_labels).inc(delta)
 
     # -- requests ---------------------------------------------------------------------------------
     def observe_first_token(self, streaming: bool, ttft_s: float) -> None:

@@ -1,7 +1,7 @@
 """Prompt workloads for the simulated server (tests, calibration, capacity benchmark).
 
-* ``text``: corpus-like prose drawn from the model's text component (the default workload,
-  what the calibration figures refer to);
+* ``text``: corpus-like prose drawn from the model's text component (the default workload, of
+  the cost-model calibration; the story's NGRAM figures come from the demo traffic);
 * ``repetitive``: one passage said several times over (n-gram speculation's best case);
 * ``random``: uniformly random corpus words (bench_serving's ``random`` dataset; no structure
   for speculation to exploit).

@@ -15,7 +15,7 @@ DECODE = {
 PREFILL = {
     "0.4": r"Prefill batch\. #new-seq: \d+, #new-token: \d+, #cached-token: \d+, token usage: {n}, #running-req: \d+, #queue-req: \d+, $",
     "2025": r"Prefill batch, #new-seq: \d+, #new-token: \d+, #cached-token: \d+, token usage: {n}, #running-req: \d+, #queue-req: \d+, $",
-    "0.5.23": r"Prefill batch, #new-seq: \d+, #new-token: \d+, #cached-token: \d+, #token: \d+, token usage: {n}, #running-req: \d+, #queue-req: \d+, #pending-token: \d+, ",
+    "0.5.23": r"Prefill batch, #new-seq: \d+, #new-token: \d+, #cached-token: \d+, token usage: {n}, #running-req: \d+, #queue-req: \d+, #pending-token: \d+, ",
 }
 
 

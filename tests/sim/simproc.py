@@ -41,6 +41,9 @@ class SimProcess:
         full_env = dict(os.environ)
         full_env["PYTHONPATH"] = str(ROOT) + os.pathsep + full_env.get("PYTHONPATH", "")
         full_env.pop("CUDA_VISIBLE_DEVICES", None)
+        # /health answers at once, as SGLang's does with this setting (by default it generates
+        # a token and answers after about a second); tests of that behaviour set it to true
+        full_env["SGLANG_ENABLE_HEALTH_ENDPOINT_GENERATION"] = "false"
         full_env.update(env or {})
         self._log = open(log, "wb")
         self.proc = subprocess.Popen(argv, stdout=self._log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
@@ -103,8 +106,8 @@ class SimProcess:
         while time.monotonic() < deadline:
             if self.proc.poll() is not None:
                 raise AssertionError("server exited with %s:\n%s" % (self.proc.returncode, self.log()[-3000:]))
-            try:
-                if self.get("/health", timeout=1.0)[0] == 200:
+            try:  # a generating /health answers after about 1 s (see SimProcess)
+                if self.get("/health", timeout=5.0)[0] == 200:
                     return
             except (OSError, urllib.error.URLError):
                 pass

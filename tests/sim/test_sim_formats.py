@@ -27,7 +27,7 @@ def test_sglang_md_examples_are_reproduced_exactly():
         "Decode batch. #running-req: 1, #token: 290, token usage: 0.00, accept len: 1.45, cuda graph: True, "
         "gen throughput (token/s): 41.20, #queue-req: 0, ")
     assert LogFormat("0.5.23").prefill(1, 31, 0, 31, 0.0, 0, 0, 10.0).startswith(
-        "Prefill batch, #new-seq: 1, #new-token: 31, #cached-token: 0, #token: 31, token usage: 0.00, "
+        "Prefill batch, #new-seq: 1, #new-token: 31, #cached-token: 0, token usage: 0.00, "
         "#running-req: 0, #queue-req: 0, #pending-token: 0, ")
 
 

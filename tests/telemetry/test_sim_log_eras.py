@@ -19,7 +19,7 @@ def wait_ready(port, proc, timeout=60):
     while time.monotonic() < deadline:
         assert proc.poll() is None, "the simulated server exited"
         try:
-            with urllib.request.urlopen(f"http://127.0.0.1:{port}/health", timeout=1) as r:
+            with urllib.request.urlopen(f"http://127.0.0.1:{port}/health", timeout=5) as r:  # a 0.5.x /health generates a token: about 1 s
                 if r.status == 200:
                     return
         except OSError:

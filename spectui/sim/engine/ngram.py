@@ -1,26 +1,60 @@
-"""N-gram speculation as SGLang's NGRAM worker does it: a trie of recent token runs, suffix
-matching, and a BFS draft tree.
+"""N-gram speculation as SGLang's NGRAM worker does it: one trie of recent token runs shared
+by all requests, suffix matching, and a breadth-first draft tree.
 
-* Every prompt and every committed output token goes into one trie shared by all requests:
-  for each position, the run of up to ``max_trie_depth`` tokens starting there. A request keeps
-  the trie nodes of its current suffixes (lengths 1..depth), so inserting a token and finding
-  the matches of the context are one pass over at most ``depth`` nodes.
-* Drafting walks the matched suffixes longest first (lengths ``min_match_window`` to
-  ``max_match_window``, the trie depth unless an older release's window flags say otherwise). From each it expands continuations
-  breadth first, most recently seen first (``BFS``) or most frequent first (``PROB``), with a
-  breadth that is wide for short matches and narrows for long ones and with depth, until the
-  tree holds ``num_draft_tokens - 1`` tokens (the root is the last committed token).
-* Memory is bounded: when the trie outgrows its capacity it starts over empty.
+What goes into the trie, and when (sglang 0.5.23 wheel, sglang/srt/speculative/ngram_worker.py):
+
+* Nothing at prefill: the prompt is not inserted (the FIXME at ngram_worker.py:403-407).
+* After each verify step, ``_update_ngram_corpus`` (ngram_worker.py:396-420) inserts, per request,
+  the last ``max_trie_depth`` tokens of prompt + output (``_efficient_concat_last_n``,
+  ngram_worker.py:166-172): the same tail the step's drafts were matched on
+  (``_prepare_draft_tokens``, ngram_worker.py:250-298). So a step's accepted tokens reach the
+  trie at the request's next step, a request's last step never does, and a prompt counts only
+  through its last ``max_trie_depth`` tokens.
+* ``/flush_cache`` empties the trie (``clear_cache_pool``, ngram_worker.py:150-152).
+
+The trie (sglang 0.5.23 wheel, sglang/kernels/jit/csrc/ngram_corpus/trie.cpp):
+
+* ``Trie::insert`` (trie.cpp:23-67): for every start position of the inserted tail, the run of
+  up to ``max_trie_depth`` tokens from there is walked from the root; a new child goes to the
+  front of its parent's recency list, a visited one moves there and its frequency grows by
+  one (overlapping tails revisit the same runs), and the whole path becomes most recently
+  used in one global LRU list.
+* Capacity: a pool of ``capacity`` nodes; when a run needs more nodes than are free,
+  ``Trie::squeeze`` (trie.cpp:69-93) frees the least recently used ones (always leaves).
+* Matching (``Trie::match``, trie.cpp:204-218, with ``advanceMatchState_`` trie.cpp:152-190 and
+  ``getExpandableAnchors_`` trie.cpp:192-202): per request, the trie nodes of the suffixes of its
+  tail of lengths 1..``max_trie_depth``, advanced token by token from the previous step (a
+  suffix missing then stays missing) and rebuilt from the tail when a node was evicted or the
+  trie was reset; those with children are the anchors, longest first.
+* Drafting, ``BFS`` (``Trie::buildRecency``, trie.cpp:220-264): from each anchor in turn,
+  breadth first, most recent continuation first, ``max(1, int(b))`` children per node, where b
+  starts at ``(D - depth) * s + min_bfs_breadth`` (``D = max_trie_depth - 1``,
+  ``s = (max_bfs_breadth - min_bfs_breadth) / D``) and drops by s per level; until the tree holds
+  ``num_draft_tokens - 1`` tokens (``Param::get_draft_token_num``, param.h:30-38). A token already
+  under the same parent takes no new slot. ``PROB`` (``Trie::buildFrequency``, trie.cpp:266-331):
+  best first by the product of frequency shares among each node's ``max_bfs_breadth`` most
+  frequent children. A tree left short is padded with token 0 under the root
+  (``fillResult``, result.cpp:34-38), which the target may then accept like any draft.
+
+The 2025 releases (sglang 0.5.6 wheel, sglang/srt/speculative/ngram_worker.py:123-135 and
+:280-292, cpp_ngram/ngram.cpp:138-163, :195-245, :257-294) differ: matching walks the windows
+``max_match_window_size`` down to ``min_match_window_size`` from the root every step, leaves
+included; the breadth scale is ``(max_bfs_breadth - min_bfs_breadth) / (max_window - min_window
++ 1)`` with b starting at ``(max_window - window) * s + min_bfs_breadth``; and run starts stop
+``min_match_window_size`` tokens before the end of the inserted tail.
 """
 
 from __future__ import annotations
 
-from collections import deque
-from typing import List
+import heapq
+from collections import OrderedDict, deque
+from typing import List, Optional, Sequence
 
-# The simulator's own ceiling on trie nodes (about 150 bytes each in CPython).
+# The simulator's own ceiling on trie nodes (about 300 bytes each in CPython); SGLang's
+# default capacity is 10 million.
 SIM_MAX_NODES = 300_000
-_COUNT = -1  # key of a node's visit count (PROB ordering); token ids are >= 0
+ERA_0523 = "0.5.23"
+ERA_2025 = "2025"
 
 
 class DraftTree:
@@ -47,14 +81,28 @@ class DraftTree:
         return len(self.tokens) - 1
 
 
+class TrieNode:
+    """One token of a run. ``kids`` keeps insertion order = recency (most recent last)."""
+
+    __slots__ = ("kids", "parent", "token", "freq", "alive")
+
+    def __init__(self, token: int, parent: Optional["TrieNode"]):
+        self.kids: Optional[dict] = None
+        self.parent = parent
+        self.token = token
+        self.freq = 1
+        self.alive = True
+
+
 class NgramStream:
-    """One request's place in the trie: the nodes of its current suffixes, shortest first."""
+    """One request's match state: its anchors (trie nodes of its suffixes, shortest first)."""
 
-    __slots__ = ("pointers", "generation")
+    __slots__ = ("anchors", "processed", "epoch")
 
-    def __init__(self, generation: int):
-        self.pointers: List[dict] = []
-        self.generation = generation
+    def __init__(self):
+        self.anchors: List[Optional[TrieNode]] = []
+        self.processed = 0  # the request length the anchors cover
+        self.epoch = 0
 
 
 class NgramCache:
@@ -68,94 +116,216 @@ class NgramCache:
         capacity: int = 10_000_000,
         min_match_window: int = 1,
         max_match_window: int = 0,
+        era: str = ERA_0523,
     ):
+        self.era = ERA_2025 if era in (ERA_2025, "0.4") else ERA_0523
         self.depth = max(2, int(max_trie_depth))
-        self.min_window = max(1, int(min_match_window))
-        self.max_window = min(self.depth, int(max_match_window)) if max_match_window else self.depth
         self.min_breadth = max(1, int(min_bfs_breadth))
         self.max_breadth = max(self.min_breadth, int(max_bfs_breadth))
         self.slots = max(0, int(num_draft_tokens) - 1)
         self.by_count = str(match_type).upper() == "PROB"
         self.capacity = max(1000, min(int(capacity), SIM_MAX_NODES))
-        windows = max(1, self.max_window - self.min_window + 1)
-        self.scale = (self.max_breadth - self.min_breadth) / float(windows)
-        self.root: dict = {}
+        if self.era == ERA_2025:
+            self.min_window = max(1, int(min_match_window))
+            self.max_window = min(self.depth - 1, int(max_match_window)) if max_match_window else self.depth - 1
+            self.max_window = max(self.min_window, self.max_window)
+            self.scale = (self.max_breadth - self.min_breadth) / float(self.max_window - self.min_window + 1)
+            self.top = float(self.max_window)
+            self.start_gap = self.min_window  # run starts i with i + min_window < len
+        else:
+            self.min_window = 1
+            self.max_window = self.depth
+            top = max(1, self.depth - 1)
+            self.scale = (self.max_breadth - self.min_breadth) / float(top)
+            self.top = float(top)
+            self.start_gap = 0
+        self.root = TrieNode(-1, None)
+        self.lru: "OrderedDict[TrieNode, None]" = OrderedDict()  # least recently used first
         self.nodes = 0
-        self.generation = 0
+        self.epoch = 1
         self.resets = 0
+        self.evicted = 0
+        self.inserted_tokens = 0
 
+    # -- life ------------------------------------------------------------------------------
     def reset(self) -> None:
-        self.root = {}
+        """``/flush_cache``: an empty trie; every request's anchors are rebuilt."""
+        self.root = TrieNode(-1, None)
+        self.lru = OrderedDict()
         self.nodes = 0
-        self.generation += 1
+        self.epoch += 1
         self.resets += 1
 
     def new_stream(self) -> NgramStream:
-        return NgramStream(self.generation)
+        return NgramStream()
 
-    def insert(self, stream: NgramStream, tokens) -> None:
-        """Append ``tokens`` to a request's sequence, recording every run they end."""
-        if stream.generation != self.generation:
-            stream.pointers = []  # the trie started over; only new runs count
-            stream.generation = self.generation
+    # -- insertion --------------------------------------------------------------------------
+    def insert(self, tokens: Sequence[int]) -> None:
+        """Insert one request's tail (``Trie::insert``): every run starting in it."""
+        n = len(tokens)
         depth = self.depth
-        by_count = self.by_count
-        for tok in tokens:
-            ptrs = stream.pointers
-            new = []
-            node = self.root
-            parents = [node]
-            parents.extend(ptrs[: depth - 1])
-            for node in parents:
-                child = node.get(tok)
+        lru = self.lru
+        move = lru.move_to_end
+        self.inserted_tokens += n
+        for i in range(0, n - self.start_gap):
+            run = tokens[i:i + depth]
+            free = self.capacity - 1 - self.nodes
+            if len(run) > free:
+                self._squeeze(len(run) - free)
+            cur = self.root
+            path = []
+            for tok in run:
+                kids = cur.kids
+                child = kids.get(tok) if kids is not None else None
                 if child is None:
-                    child = {}
-                    node[tok] = child
+                    child = TrieNode(tok, cur)
+                    if kids is None:
+                        cur.kids = kids = {}
+                    kids[tok] = child
+                    lru[child] = None
                     self.nodes += 1
                 else:
-                    del node[tok]  # most recent continuation last
-                    node[tok] = child
-                if by_count:
-                    child[_COUNT] = child.get(_COUNT, 0) + 1
-                new.append(child)
-            stream.pointers = new
-        if self.nodes > self.capacity:
-            self.reset()
+                    child.freq += 1
+                    del kids[tok]  # most recent continuation last
+                    kids[tok] = child
+                path.append(child)
+                cur = child
+            for node in reversed(path):  # the shortest prefix ends up most recent
+                move(node)
 
-    def _ordered(self, node: dict):
-        if self.by_count:
-            keys = [k for k in node if k != _COUNT]
-            keys.sort(key=lambda k: -node[k].get(_COUNT, 0))
-            return keys
-        return reversed(node)
+    def _squeeze(self, count: int) -> None:
+        lru = self.lru
+        while count > 0 and lru:
+            node, _ = lru.popitem(last=False)
+            parent = node.parent
+            if parent is not None and parent.kids is not None:
+                parent.kids.pop(node.token, None)
+                if not parent.kids:
+                    parent.kids = None
+            node.alive = False
+            self.nodes -= 1
+            self.evicted += 1
+            count -= 1
 
-    def draft(self, stream: NgramStream) -> DraftTree:
+    # -- matching ---------------------------------------------------------------------------
+    def _walk(self, tokens: Sequence[int]) -> Optional[TrieNode]:
+        cur = self.root
+        for tok in tokens:
+            kids = cur.kids
+            cur = kids.get(tok) if kids is not None else None
+            if cur is None:
+                return None
+        return cur
+
+    def _rebuild(self, stream: NgramStream, tail: Sequence[int], total_len: int) -> None:
+        n = min(len(tail), self.depth)
+        stream.anchors = [self._walk(tail[len(tail) - d:]) for d in range(1, n + 1)]
+        stream.processed = total_len
+        stream.epoch = self.epoch
+
+    def _advance(self, stream: NgramStream, new_tokens: Sequence[int], total_len: int) -> bool:
+        anchors = stream.anchors
+        for node in anchors:
+            if node is not None and not node.alive:
+                return False
+        depth = self.depth
+        root_kids = self.root.kids
+        for tok in new_tokens:
+            size = min(len(anchors) + 1, depth)
+            nxt: List[Optional[TrieNode]] = [None] * size
+            if root_kids is not None:
+                nxt[0] = root_kids.get(tok)
+            for d in range(1, size):
+                prev = anchors[d - 1]
+                if prev is not None and prev.kids is not None:
+                    nxt[d] = prev.kids.get(tok)
+            anchors = nxt
+        stream.anchors = anchors
+        stream.processed = total_len
+        return True
+
+    def anchors(self, stream: NgramStream, tail: Sequence[int], total_len: int):
+        """(node, suffix length) pairs to draft from, longest first."""
+        if self.era == ERA_2025:
+            out = []
+            tail = tail[-self.max_window:]
+            for w in range(min(len(tail), self.max_window), self.min_window - 1, -1):
+                node = self._walk(tail[len(tail) - w:])
+                if node is not None:
+                    out.append((node, w))
+            return out
+        appended = total_len - stream.processed
+        can_advance = (stream.epoch == self.epoch and appended >= 0 and appended <= len(tail)
+                       and len(stream.anchors) == min(stream.processed, self.depth))
+        if not (can_advance and self._advance(stream, tail[len(tail) - appended:] if appended else (), total_len)):
+            self._rebuild(stream, tail, total_len)
+        out = []
+        anchors = stream.anchors
+        for d in range(len(anchors), 0, -1):
+            node = anchors[d - 1]
+            if node is not None and node.alive and node.kids:
+                out.append((node, d))
+        return out
+
+    # -- drafting -----------------------------------------------------------------------------
+    def draft(self, stream: NgramStream, tail: Sequence[int], total_len: int) -> DraftTree:
+        """The draft tree for a request whose last tokens are ``tail`` (``total_len`` in all)."""
         tree = DraftTree()
-        slots = self.slots
-        if slots <= 0 or stream.generation != self.generation:
+        if self.slots <= 0 or not tail:
             return tree
-        ptrs = stream.pointers
+        found = self.anchors(stream, tail, total_len)
+        if self.by_count:
+            self._draft_prob(tree, found)
+        else:
+            self._draft_bfs(tree, found)
+        if len(tree) < self.slots:
+            tree.add(0, 0)  # fillResult's zero padding: token 0 under the root
+        return tree
+
+    def _draft_bfs(self, tree: DraftTree, found) -> None:
+        slots = self.slots
         scale = self.scale
-        for w in range(min(len(ptrs), self.max_window), self.min_window - 1, -1):
-            start = ptrs[w - 1]
-            if not start or (self.by_count and len(start) == 1 and _COUNT in start):
-                continue
-            queue = deque(((0, (self.max_window - w) * scale + self.min_breadth, start),))
-            while queue and len(tree.tokens) <= slots:
+        for start, depth in found:
+            if len(tree) >= slots:
+                break
+            queue = deque(((0, (self.top - depth) * scale + self.min_breadth, start),))
+            while queue and len(tree) < slots:
                 parent, breadth_f, tnode = queue.popleft()
+                kids = tnode.kids
+                if not kids:
+                    continue
                 breadth = max(1, int(breadth_f))
                 taken = 0
-                for tok in self._ordered(tnode):
-                    if tok == _COUNT:
-                        continue
-                    if taken >= breadth or len(tree.tokens) > slots:
+                for tok in reversed(kids):  # most recent first
+                    if taken >= breadth or len(tree) >= slots:
                         break
                     idx = tree.add(parent, tok)
-                    queue.append((idx, breadth_f - scale, tnode[tok]))
+                    queue.append((idx, breadth_f - scale, kids[tok]))
                     taken += 1
-            if len(tree.tokens) > slots:
-                break
-        return tree
+
+    def _draft_prob(self, tree: DraftTree, found) -> None:
+        slots = self.slots
+        top_k = self.max_breadth
+        heap: list = []
+        order = 0
+
+        def push(parent: int, tnode: TrieNode, prob: float) -> None:
+            nonlocal order
+            kids = tnode.kids
+            if not kids:
+                return
+            best = sorted(kids.values(), key=lambda c: (-c.freq, c.token))[:top_k]
+            total = float(sum(c.freq for c in best)) or 1.0
+            for c in best:
+                order += 1
+                heapq.heappush(heap, (-c.freq / total * prob, order, parent, c))
+
+        for start, _ in found:
+            push(0, start, 1.0)
+            while heap and len(tree) < slots:
+                neg, _, parent, tnode = heapq.heappop(heap)
+                idx = tree.add(parent, tnode.token)
+                push(idx, tnode, -neg)
 
 
 def verify_tree(tree: DraftTree, peek) -> int:

@@ -4,15 +4,20 @@ from __future__ import annotations
 
 import asyncio
 import itertools
+import random
 import time
 import uuid
+import zlib
+from array import array
 from typing import Any, Dict, List, Optional, Sequence
 
-from spectui.sim.model.markov import ContextState, TargetModel
+from spectui.sim.model.markov import GREEDY_TEMPERATURE, ContextState, TargetModel
 from spectui.sim.model.tokenizer import EOS_ID
 
 DEFAULT_MAX_NEW_TOKENS = 128
+GREEDY_EPS = 1e-6  # SGLang's _SAMPLING_EPS
 _counter = itertools.count()
+_fresh = random.SystemRandom()
 
 
 class RequestError(ValueError):
@@ -20,7 +25,14 @@ class RequestError(ValueError):
 
 
 class SamplingParams:
-    __slots__ = ("max_new_tokens", "min_new_tokens", "ignore_eos", "stop", "stop_token_ids", "temperature", "seed")
+    """The sampling knobs the simulated model honours.
+
+    As in SGLang (sglang 0.5.23 wheel, sglang/srt/sampling/sampling_params.py:245-248), a
+    temperature below 1e-6 means greedy (top_k 1); the default temperature is 1.0 (sampling).
+    """
+
+    __slots__ = ("max_new_tokens", "min_new_tokens", "ignore_eos", "stop", "stop_token_ids", "temperature", "seed",
+                 "top_p", "top_k")
 
     def __init__(
         self,
@@ -31,6 +43,8 @@ class SamplingParams:
         stop_token_ids: Optional[Sequence[int]] = None,
         temperature: float = 1.0,
         seed: Optional[int] = None,
+        top_p: float = 1.0,
+        top_k: int = -1,
     ):
         self.max_new_tokens = DEFAULT_MAX_NEW_TOKENS if max_new_tokens is None else int(max_new_tokens)
         self.min_new_tokens = int(min_new_tokens or 0)
@@ -41,8 +55,18 @@ class SamplingParams:
         self.stop_token_ids = set(int(t) for t in (stop_token_ids or []))
         self.temperature = float(temperature if temperature is not None else 1.0)
         self.seed = None if seed is None else int(seed)
+        self.top_p = float(1.0 if top_p is None else top_p)
+        self.top_k = int(-1 if top_k is None else top_k)
         if self.max_new_tokens < 0:
             raise RequestError("max_new_tokens must be at least 0")
+        if self.temperature < 0:
+            raise RequestError("temperature must be non-negative, got %s." % self.temperature)
+        if not 0.0 < self.top_p <= 1.0:
+            raise RequestError("top_p must be in (0, 1], got %s." % self.top_p)
+
+    @property
+    def greedy(self) -> bool:
+        return self.temperature < GREEDY_EPS or self.top_k == 1
 
     @classmethod
     def from_dict(cls, d: Optional[Dict[str, Any]]) -> "SamplingParams":
@@ -56,6 +80,8 @@ class SamplingParams:
                 stop_token_ids=d.get("stop_token_ids"),
                 temperature=d.get("temperature", 1.0),
                 seed=d.get("sampling_seed", d.get("seed")),
+                top_p=d.get("top_p", 1.0),
+                top_k=d.get("top_k", -1),
             )
         except (TypeError, ValueError) as exc:
             if isinstance(exc, RequestError):
@@ -83,6 +109,7 @@ class Request:
         self.output_ids: List[int] = []
         self.visible = 0  # output tokens the client may see (those of finished forward passes)
         self.spec_state: Any = None  # the speculator's per-request state (e.g. n-gram stream)
+        self.draw_seed = 0
         self.verify_ct = 0
         self.correct_drafts = 0
         self.histogram: List[int] = []
@@ -100,8 +127,17 @@ class Request:
 
     # -- the target's tokens -----------------------------------------------------------------
     def start(self, model: TargetModel, base_seed: int) -> None:
-        seed = self.params.seed if self.params.seed is not None else model.prompt_seed(self.prompt_ids, base_seed)
-        self.ctx = model.new_context(self.prompt_ids, seed, ignore_eos=self.params.ignore_eos)
+        """Fix the request's draws: a greedy request's by its prompt (and the server's seed), a
+        sampled one's by its ``sampling_seed`` if it has one, else by a fresh random seed (so
+        the same prompt sampled twice gives two answers, as on a real server)."""
+        p = self.params
+        if p.greedy:
+            seed, temperature, top_p = model.prompt_seed(self.prompt_ids, base_seed), GREEDY_TEMPERATURE, 1.0
+        else:
+            seed = model.seeded(self.prompt_ids, p.seed) if p.seed is not None else _fresh.getrandbits(62)
+            temperature, top_p = p.temperature, p.top_p
+        self.draw_seed = seed
+        self.ctx = model.new_context(self.prompt_ids, seed, ignore_eos=p.ignore_eos, temperature=temperature, top_p=top_p)
         self._model = model
 
     def peek(self, k: int) -> int:
@@ -110,6 +146,9 @@ class Request:
         while len(la) <= k:
             la.append(self._model.step(self.ctx))
         return la[k]
+
+    def prompt_hash(self) -> int:
+        return zlib.crc32(array("l", self.prompt_ids).tobytes())
 
     @property
     def seq_len(self) -> int:

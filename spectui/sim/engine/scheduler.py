@@ -5,6 +5,18 @@ decode step of every running request (plain, or draft + verify). The loop does t
 work (the simulation itself) up front, then sleeps until the cost model says the pass ends, and
 only then makes the new tokens visible: clients measure real tokens per second. Deadlines are
 absolute, so sleep overshoot does not accumulate while the loop is busy.
+
+Metrics follow the scheduler of the era (``--sim-log-format``): gauges are set at a prefill and
+at each logged decode step; ``sglang:realtime_tokens_total`` (0.5.23 era) grows at every prefill
+and every decode iteration (sglang 0.5.23 wheel,
+sglang/srt/managers/scheduler_components/metrics_reporter.py:809-816 and :909-916). When the
+server goes idle, 0.5.23 republishes at once the gauges that disagree with the idle state
+(``_maybe_log_idle_metrics``, metrics_reporter.py:1476-1532: ``num_running_reqs`` and
+``gen_throughput`` drop to 0), and every 30 s while idle; older releases only 30 s after the
+last stats log (sglang 0.5.6 wheel, sglang/srt/managers/scheduler_runtime_checker_mixin.py:223-
+276). The speculative gauges keep their last value. A health check (``HEALTH_CHECK_`` rid) is
+skipped while the scheduler has work, as SGLang's does (sglang 0.5.23 wheel,
+sglang/srt/managers/scheduler.py:2240-2247): running requests already show that it is alive.
 """
 
 from __future__ import annotations
@@ -25,6 +37,8 @@ from spectui.sim.metrics import ServerMetrics
 from spectui.sim.model.markov import TargetModel
 
 RESYNC_S = 0.025  # a step starting later than this after its deadline starts from "now"
+IDLE_METRICS_S = 30.0  # idle gauges are republished this long after the last stats log
+RECENT_REQUESTS = 256
 
 
 @dataclass
@@ -76,6 +90,49 @@ class StepTiming:
         }
 
 
+class Counters:
+    """Ground truth for ``/sim/stats``: what the scheduler did, counted as it happened."""
+
+    def __init__(self):
+        self.reset()
+
+    def reset(self) -> None:
+        self.started = time.time()
+        self.prefill_steps = 0
+        self.prefill_s = 0.0  # modelled time of prefill passes
+        self.prefill_tokens = 0  # first tokens, made by prefill passes
+        self.decode_steps = 0
+        self.decode_s = 0.0  # modelled time of decode passes
+        self.decode_stream_s = 0.0  # the same, times the batch size: decode time seen by the streams
+        self.decode_tokens = 0
+        self.verify_calls = 0  # request-verify steps, counted at each step (not at finish)
+        self.correct_drafts = 0
+        self.finished = 0
+        self.health_checks_run = 0
+        self.health_checks_skipped = 0
+        self.recent: Deque[dict] = collections.deque(maxlen=RECENT_REQUESTS)
+
+    def as_dict(self) -> dict:
+        return {
+            "since": self.started,
+            "generated_tokens": self.prefill_tokens + self.decode_tokens,
+            "prefill_tokens": self.prefill_tokens,
+            "decode_tokens": self.decode_tokens,
+            "verify_calls": self.verify_calls,
+            "correct_drafts": self.correct_drafts,
+            "accept_length": self.decode_tokens / self.verify_calls if self.verify_calls else None,
+            "prefill_steps": self.prefill_steps,
+            "prefill_s": self.prefill_s,
+            "decode_steps": self.decode_steps,
+            "decode_s": self.decode_s,
+            "decode_stream_s": self.decode_stream_s,
+            "stream_decode_tok_s": self.decode_tokens / self.decode_stream_s if self.decode_stream_s > 0 else None,
+            "requests_finished": self.finished,
+            "health_checks_run": self.health_checks_run,
+            "health_checks_skipped": self.health_checks_skipped,
+        }
+
+
 class Scheduler:
     def __init__(
         self,
@@ -116,11 +173,32 @@ class Scheduler:
         self.total_forward = 0
         self.cuda_graph_max_bs = cost.p.cuda_graph_max_bs
         self.on_finished: Optional[Callable[[Request], None]] = None
+        self.counters = Counters()
+        self.last_output_mono = 0.0  # when a forward pass last gave any request its tokens
+        self.last_stats_log = time.monotonic()  # when the gauges were last set
+        self.max_in_flight = 0
+        self._gauge_running = 0  # what num_running_reqs / gen_throughput last said
+        self._gauge_gen = 0.0
 
     # -- requests ---------------------------------------------------------------------------
     def submit(self, req: Request) -> None:
         self.waiting.append(req)
+        self.max_in_flight = max(self.max_in_flight, len(self.waiting) + len(self.running))
         self._wakeup.set()
+
+    @property
+    def busy_now(self) -> bool:
+        return bool(self.waiting or self.running)
+
+    def submit_health_check(self, req: Request) -> bool:
+        """Run a health-check request only when idle (else running requests vouch for the
+        server); returns whether it was queued."""
+        if self.busy_now:
+            self.counters.health_checks_skipped += 1
+            return False
+        self.counters.health_checks_run += 1
+        self.submit(req)
+        return True
 
     @property
     def num_used_tokens(self) -> int:
@@ -167,8 +245,15 @@ class Scheduler:
             if not self.waiting and not self.running:
                 self._next = None
                 prev_wake = None
+                self._on_idle()
                 self._wakeup.clear()
-                await self._wakeup.wait()
+                timeout = None
+                if self.metrics is not None:
+                    timeout = max(0.05, self.last_stats_log + IDLE_METRICS_S - time.monotonic())
+                try:
+                    await asyncio.wait_for(self._wakeup.wait(), timeout)
+                except asyncio.TimeoutError:
+                    pass
                 continue
             now = loop.time()
             start = self._next if (self._next is not None and now - self._next < RESYNC_S) else now
@@ -192,6 +277,7 @@ class Scheduler:
             self.busy.append((start + offset, end + offset))
             self.forward_ct += 1
             finish()
+            self.last_output_mono = time.monotonic()
             # Back-to-back steps are timed wake to wake, so a late step shows up in full
             # while sleep overshoot (absorbed by the absolute deadlines) does not.
             actual = wake - (prev_wake if prev_wake is not None else start)
@@ -242,14 +328,21 @@ class Scheduler:
                 input_throughput=new_tokens / gap if gap > 0 else 0.0,
             )
         )
-        if self.metrics is not None:
+        m = self.metrics
+        if m is not None:
             total = new_tokens + cached_total
-            self.metrics.cache_hit_rate.set(cached_total / total if total else 0.0)
-            self.metrics.num_running_reqs.set(len(self.running) + len(batch))
-            self.metrics.num_queue_reqs.set(len(self.waiting))
-            self.metrics.token_usage.set(round(usage, 2))
-            self.metrics.num_used_tokens.set(num_token)
-            self.metrics.is_cuda_graph.set(0)
+            m.cache_hit_rate.set(cached_total / total if total else 0.0)
+            self._gauge_running = len(self.running) + len(batch)
+            m.num_running_reqs.set(self._gauge_running)
+            m.num_queue_reqs.set(len(self.waiting))
+            m.token_usage.set(round(usage, 2))
+            m.num_used_tokens.set(num_token)
+            m.is_cuda_graph.set(0)
+            if self.fmt.era == "0.5.23":  # _current_gen_throughput: 0 once decode stats are 30 s old
+                stale = now - self.last_decode_tic > IDLE_METRICS_S
+                self._gauge_gen = 0.0 if stale else self.last_gen_throughput
+                m.gen_throughput.set(self._gauge_gen)
+            self.last_stats_log = now
         dur_ms = self.cost.prefill_ms(new_tokens, extra_draft_extend=self.spec.algorithm in EAGLE_FAMILY)
 
         def finish():
@@ -261,6 +354,12 @@ class Scheduler:
                 else:
                     self.running.append(req)
             self._win_generated += produced
+            c = self.counters
+            c.prefill_steps += 1
+            c.prefill_s += dur_ms / 1000.0
+            c.prefill_tokens += produced
+            if m is not None:
+                m.realtime_tokens(prefill_compute=new_tokens, prefill_cache=cached_total)
 
         return dur_ms, produced, finish
 
@@ -269,10 +368,8 @@ class Scheduler:
         batch = [r for r in self.running if not r.aborted]
         aborted = [r for r in self.running if r.aborted]
         spec = self.spec
-        step = self.speculator.step
         generated = accept = correct_sum = 0
-        for req in batch:
-            out, correct = step(req)
+        for req, (out, correct) in zip(batch, self.speculator.step_batch(batch)):
             n = len(out)
             generated += n
             if spec.enabled:
@@ -296,6 +393,16 @@ class Scheduler:
             self.running = still
             self.forward_ct_decode += 1
             self._win_generated += generated
+            c = self.counters
+            c.decode_steps += 1
+            c.decode_s += dur_ms / 1000.0
+            c.decode_stream_s += bs * dur_ms / 1000.0
+            c.decode_tokens += generated
+            if spec.enabled:
+                c.verify_calls += bs
+                c.correct_drafts += correct_sum
+            if self.metrics is not None:
+                self.metrics.realtime_tokens(decode=generated)
             if spec.enabled:
                 self._win_accept += accept
                 self._win_correct += correct_sum
@@ -330,6 +437,8 @@ class Scheduler:
         )
         m = self.metrics
         if m is not None:
+            self.last_stats_log = time.monotonic()
+            self._gauge_running, self._gauge_gen = bs, self.last_gen_throughput
             m.num_running_reqs.set(bs)
             m.num_queue_reqs.set(len(self.waiting))
             m.gen_throughput.set(self.last_gen_throughput)
@@ -342,6 +451,23 @@ class Scheduler:
                 m.spec_accept_rate.set(accept_rate)
                 m.spec_num_steps.set(spec.num_steps)
                 m.spec_num_draft_tokens.set(spec.num_draft_tokens)
+
+    def _on_idle(self) -> None:
+        """Idle gauges, as the era's scheduler publishes them (see the module docstring)."""
+        m = self.metrics
+        if m is None:
+            return
+        now = time.monotonic()
+        stale = self.fmt.era == "0.5.23" and (self._gauge_running != 0 or self._gauge_gen != 0)
+        if not stale and now <= self.last_stats_log + IDLE_METRICS_S:
+            return
+        m.num_running_reqs.set(0)
+        m.num_queue_reqs.set(0)
+        m.gen_throughput.set(0)
+        self._gauge_running = self._gauge_gen = 0
+        m.token_usage.set(0.0)
+        m.num_used_tokens.set(0)
+        self.last_stats_log = now
 
     def _fail_all(self, now: float) -> None:
         for req in list(self.waiting) + list(self.running):
@@ -376,7 +502,33 @@ class Scheduler:
                 cached_tokens=req.cached_tokens, e2e_s=now - req.arrival_mono, verify_ct=req.verify_ct,
                 aborted=req.aborted,
             )
+        self.counters.finished += 1
+        if req.log_metrics:
+            self.counters.recent.append(self._request_entry(req, now))
         if self.on_finished is not None:
             self.on_finished(req)
         req.updated.set()
         req.done.set()
+
+    def _request_entry(self, req: Request, now: float) -> dict:
+        n = len(req.output_ids)
+        decode_s = (req.last_token_mono - req.first_token_mono) if (req.first_token_mono and req.last_token_mono) else 0.0
+        p = req.params
+        return {
+            "rid": req.rid,
+            "prompt_tokens": len(req.prompt_ids),
+            "prompt_hash": req.prompt_hash(),
+            "completion_tokens": n,
+            "cached_tokens": req.cached_tokens,
+            "temperature": p.temperature,
+            "greedy": p.greedy,
+            "seeded": p.seed is not None,
+            "verify_ct": req.verify_ct,
+            "correct_drafts": req.correct_drafts,
+            "accept_length": n / req.verify_ct if req.verify_ct else None,
+            "decode_s": decode_s,
+            "decode_tok_s": (n - 1) / decode_s if decode_s > 0 and n > 1 else None,
+            "e2e_s": now - req.arrival_mono,
+            "finish": (req.finish_reason or {}).get("type"),
+            "finished_at": time.time(),
+        }

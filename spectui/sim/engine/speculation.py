@@ -8,7 +8,7 @@ What a step accepted is what the counters count.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Optional, Tuple
+from typing import List, Optional, Sequence, Tuple
 
 from spectui.sim.engine.drafter import Drafter
 from spectui.sim.engine.ngram import NgramCache, verify_tree
@@ -33,6 +33,7 @@ class SpecConfig:
     ngram_capacity: int = 10_000_000
     ngram_min_match_window: int = 1
     ngram_max_match_window: int = 0  # 0: the trie depth
+    era: str = "0.5.23"  # the release whose NGRAM matching rules apply (see ngram.NgramCache)
 
     @property
     def enabled(self) -> bool:
@@ -53,11 +54,23 @@ class Speculator:
         """Returns (committed tokens, correct drafts)."""
         return req.commit(1, self.model.vocab), 0
 
+    def step_batch(self, batch: Sequence[Request]) -> List[Tuple[list, int]]:
+        """One decode step of every request of a batch, in order."""
+        return [self.step(req) for req in batch]
+
     def reset(self) -> None:
         pass
 
 
 class NgramSpeculator(Speculator):
+    """SGLang's NGRAM worker: no draft model, drafts from the shared trie (see ``ngram``).
+
+    A decode step drafts for every request of the batch first, then verifies, then inserts
+    each request's tail (the last ``max_trie_depth`` tokens it was matched on), as
+    ``NGRAMWorker.forward_batch_generation`` does (sglang 0.5.23 wheel,
+    sglang/srt/speculative/ngram_worker.py:430-527): nothing is inserted at prefill.
+    """
+
     def __init__(self, model: TargetModel, config: SpecConfig):
         super().__init__(model, config)
         self.cache = NgramCache(
@@ -69,19 +82,36 @@ class NgramSpeculator(Speculator):
             capacity=config.ngram_capacity,
             min_match_window=config.ngram_min_match_window,
             max_match_window=config.ngram_max_match_window,
+            era=config.era,
         )
 
     def on_prefill(self, req: Request, first_tokens) -> None:
         req.spec_state = self.cache.new_stream()
-        self.cache.insert(req.spec_state, req.prompt_ids)
-        self.cache.insert(req.spec_state, first_tokens)
+
+    def _tail(self, req: Request) -> List[int]:
+        """The request's last ``max_trie_depth`` tokens (``_efficient_concat_last_n``)."""
+        n = self.cache.depth
+        out = req.output_ids
+        if len(out) >= n:
+            return out[-n:]
+        return req.prompt_ids[-(n - len(out)):] + out
 
     def step(self, req: Request) -> Tuple[list, int]:
-        tree = self.cache.draft(req.spec_state)
-        correct = verify_tree(tree, req.peek)
-        out = req.commit(correct + 1, self.model.vocab)
-        self.cache.insert(req.spec_state, out)
-        return out, min(correct, max(0, len(out) - 1))
+        return self.step_batch([req])[0]
+
+    def step_batch(self, batch: Sequence[Request]) -> List[Tuple[list, int]]:
+        cache = self.cache
+        tails = [self._tail(req) for req in batch]
+        trees = [cache.draft(req.spec_state, tail, req.seq_len) for req, tail in zip(batch, tails)]
+        results = []
+        vocab = self.model.vocab
+        for req, tree in zip(batch, trees):
+            correct = verify_tree(tree, req.peek)
+            out = req.commit(correct + 1, vocab)
+            results.append((out, min(correct, max(0, len(out) - 1))))
+        for tail in tails:
+            cache.insert(tail)
+        return results
 
     def reset(self) -> None:
         self.cache.reset()

@@ -9,7 +9,9 @@ Shapes follow SGLang 0.5.23 (``sglang/srt/entrypoints/http_server.py`` and
 
 from __future__ import annotations
 
+import asyncio
 import json
+import os
 import time
 import uuid
 from typing import TYPE_CHECKING, Any, AsyncIterator, Dict, List, Optional, Tuple
@@ -21,6 +23,7 @@ if TYPE_CHECKING:  # pragma: no cover
     from spectui.sim.server.app import SimServer
 
 NOT_FOUND = {"detail": "Not Found"}
+HEALTH_POLL_S = 1.0  # the health handler's poll interval (asyncio.sleep(1) in SGLang)
 CHAT_TURN = "<|im_start|>%s\n%s<|im_end|>\n"
 CHAT_REPLY = "<|im_start|>assistant\n"
 
@@ -65,20 +68,55 @@ class Api:
         return await fn(req)
 
     # -- health --------------------------------------------------------------------------------------
+    # 0.5.x (sglang 0.5.23 wheel, sglang/srt/entrypoints/http_server.py:718-798; the same in the
+    # 0.5.6 wheel): /health and /health_generate are one handler. 503 while the server starts;
+    # /health answers 200 at once only with SGLANG_ENABLE_HEALTH_ENDPOINT_GENERATION=false; else a
+    # one-token greedy request (input_ids [0], log_metrics False) goes to the scheduler, which
+    # skips it when busy, and the handler polls once a second (so at least 1 s) until any output
+    # arrived since it began: 200, or 503 after SGLANG_HEALTH_CHECK_TIMEOUT (20 s).
+    # 0.4 (sglang 0.4.8 wheel, same file, :218-268): /health is a plain 200
+    # from the HTTP server (which only listens once the model is loaded: here 503 until then);
+    # /health_generate is the generating one.
     async def health(self, req: HttpRequest) -> HttpResponse:
-        return HttpResponse(200 if self.s.ready else 503, b"")
+        s = self.s
+        if s.cfg.era == "0.4":
+            return HttpResponse(200 if s.scheduler is not None else 503, b"")
+        if not s.ready:
+            return HttpResponse(503, b"")
+        if os.environ.get("SGLANG_ENABLE_HEALTH_ENDPOINT_GENERATION", "true").strip().lower() in ("false", "0", "no", "n"):
+            return HttpResponse(200, b"")
+        return await self._health_generate()
 
     async def ready(self, req: HttpRequest) -> HttpResponse:
         return HttpResponse(200 if self.s.ready else 503, b"")
 
     async def health_generate(self, req: HttpRequest) -> HttpResponse:
-        if not self.s.ready:
+        s = self.s
+        if s.scheduler is None or (s.cfg.era != "0.4" and not s.ready):
             return HttpResponse(503, b"")
-        r = Request([0], SamplingParams(max_new_tokens=1, ignore_eos=True), rid="HEALTH_CHECK_" + uuid.uuid4().hex,
-                    log_metrics=False)
-        self.s.scheduler.submit(r)
-        await r.done.wait()
-        return HttpResponse(200, b"")
+        return await self._health_generate()
+
+    async def _health_generate(self) -> HttpResponse:
+        sched = self.s.scheduler
+        rid = "HEALTH_CHECK_%s" % (uuid.uuid4().hex if self.s.cfg.era == "0.5.23" else time.time())
+        r = Request([0], SamplingParams(max_new_tokens=1, temperature=0.0), rid=rid, log_metrics=False)
+        tic = time.monotonic()
+        sched.submit_health_check(r)
+        try:
+            timeout = float(os.environ.get("SGLANG_HEALTH_CHECK_TIMEOUT", "20"))
+        except ValueError:
+            timeout = 20.0
+        while time.monotonic() < tic + timeout:
+            await asyncio.sleep(HEALTH_POLL_S)
+            if sched.last_output_mono > tic:
+                return HttpResponse(200, b"")
+        r.abort("health check timed out")
+        self.s.log.info(
+            "Health check failed. Server couldn't get a response from detokenizer for last %d seconds. "
+            "tic start time: %s. last_heartbeat time: %s" % (
+                timeout, time.strftime("%H:%M:%S", time.localtime(time.time() - (time.monotonic() - tic))),
+                time.strftime("%H:%M:%S", time.localtime(time.time() - (time.monotonic() - sched.last_output_mono)))))
+        return HttpResponse(503, b"")
 
     # -- info --------------------------------------------------------------------------------------------
     async def server_info(self, req: HttpRequest) -> HttpResponse:
@@ -132,7 +170,8 @@ class Api:
 
     # -- requests ---------------------------------------------------------------------------------------
     def _unavailable(self) -> Optional[HttpResponse]:
-        if not self.s.ready:
+        # 0.4 serves as soon as the model is loaded (warm-up runs alongside); 0.5.x once warm
+        if self.s.scheduler is None or (self.s.cfg.era != "0.4" and not self.s.ready):
             return HttpResponse.json({"error": {"message": "The server is not ready yet.", "code": 503}}, 503)
         return None
 
@@ -264,6 +303,8 @@ class Api:
             stop_token_ids=body.get("stop_token_ids"),
             temperature=body.get("temperature", 1.0),
             seed=body.get("seed"),
+            top_p=body.get("top_p", 1.0),
+            top_k=body.get("top_k", -1),
         )
 
     @staticmethod

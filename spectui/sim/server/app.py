@@ -37,7 +37,7 @@ class SimServer:
         self.args = cfg.args
         self.fmt = LogFormat(cfg.era)
         self.log = SimLogger(sys.stdout, tp_size=cfg.tp_size)
-        self.metrics = ServerMetrics(cfg.served_model_name) if self.args.enable_metrics else None
+        self.metrics = ServerMetrics(cfg.served_model_name, era=cfg.era) if self.args.enable_metrics else None
         self.model = get_model()
         self.state_dir = state_dir_of(self.args)
         self.ready = False
@@ -77,14 +77,41 @@ class SimServer:
         return out
 
     def sim_stats(self) -> dict:
+        """The simulator's own ground truth (not an SGLang endpoint).
+
+        ``ready``, ``era``, ``hardware`` (the cost model's terms), ``timing`` (modelled vs actual
+        step times), ``utilization`` (busy share of the last second), ``rank_pids``;
+        ``running``, ``waiting`` and ``max_in_flight`` (requests now, and the most at once);
+        ``counters``: since start, counted as the scheduler ran (see engine.scheduler.Counters):
+        ``generated_tokens`` (= ``prefill_tokens`` + ``decode_tokens``), ``verify_calls`` and
+        ``correct_drafts`` (per request and decode step), ``accept_length`` (decode tokens per
+        verify call: the log line's figure), ``decode_s`` (modelled decode time),
+        ``decode_stream_s`` (the same times the batch size) and ``stream_decode_tok_s`` (decode
+        tokens per second of decode time seen by one request), prefill step counts and time,
+        ``requests_finished``, health checks run and skipped; ``recent``: the last finished
+        requests (health checks excluded), each with its prompt size and hash, sampling knobs,
+        completion tokens, verify steps, accept length, ``decode_s`` (first to last token, wall
+        clock) and ``decode_tok_s``; ``ngram``: the trie's node count, evictions, resets.
+        """
         sched = self.scheduler
+        cache = getattr(sched.speculator, "cache", None) if sched else None
         return {
             "ready": self.ready,
+            "era": self.cfg.era,
             "hardware": self.cost.describe(),
             "timing": sched.timing.as_dict() if sched else None,
             "utilization": sched.utilization() if sched else 0.0,
             "rank_pids": self.ranks.pids if self.ranks else [],
-            "ngram_trie_nodes": getattr(getattr(sched.speculator, "cache", None), "nodes", None) if sched else None,
+            "running": len(sched.running) if sched else 0,
+            "waiting": len(sched.waiting) if sched else 0,
+            "max_in_flight": sched.max_in_flight if sched else 0,
+            "counters": sched.counters.as_dict() if sched else None,
+            "recent": list(sched.counters.recent) if sched else [],
+            "ngram": None if cache is None else {
+                "nodes": cache.nodes, "capacity": cache.capacity, "evicted": cache.evicted, "resets": cache.resets,
+                "inserted_tokens": cache.inserted_tokens,
+            },
+            "ngram_trie_nodes": cache.nodes if cache is not None else None,
         }
 
     # -- logging helpers ---------------------------------------------------------------------------------

@@ -183,7 +183,8 @@ def build_parser(era: str = DEFAULT_ERA) -> argparse.ArgumentParser:
     s.add_argument("--sim-draft-decay", type=float, default=0.85, metavar="R",
                    help="Per-depth decay of the drafter's agreement (default 0.85).")
     s.add_argument("--sim-weights-gb", type=float, metavar="GB", help="Total model weight size (default: from the model path).")
-    s.add_argument("--sim-seed", type=int, default=0, help="Base seed of requests that bring none (default 0).")
+    s.add_argument("--sim-seed", type=int, default=0,
+                   help="Base seed of greedy requests (a sampled request without sampling_seed draws a fresh seed; default 0).")
     s.add_argument("--sim-fail-load", choices=["oom"], help="Fail during weight loading: 'oom' = CUDA out of memory, then exit 1.")
     s.add_argument("--sim-crash-after", type=float, metavar="S", help="Crash with a traceback S seconds after becoming ready.")
     s.add_argument("--sim-hang-after", type=float, metavar="S", help="Stop answering (even /health) S seconds after becoming ready.")

@@ -109,7 +109,7 @@ def resolve(ns: argparse.Namespace) -> ServerConfig:
     algo = (ns.speculative_algorithm or "").upper() or "NONE"
     if algo != "NONE" and algo not in SUPPORTED_ALGORITHMS:
         raise ConfigError("Unknown speculative algorithm name: %s" % ns.speculative_algorithm)
-    spec = SpecConfig(algorithm=algo)
+    spec = SpecConfig(algorithm=algo, era=ns.sim_log_format)
     draft_gb = 0.0
     max_running = ns.max_running_requests
     if algo in EAGLE_FAMILY:
