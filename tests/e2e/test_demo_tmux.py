@@ -64,9 +64,8 @@ def row(text: str, name: str) -> str:
     return ""
 
 
-@pytest.mark.timeout(240)
-def test_demo_switches_profiles_in_tmux_and_quitting_stops_the_servers(tmp_path):
-    assert SPECTUI and TMUX, "needs the installed spectui and tmux (.ci/run installs tmux)"
+def demo_command(tmp_path):
+    """The state folder and the shell command that runs ``spectui demo`` on it, isolated."""
     state = tmp_path / "demo-state"
     env = {
         "SPECTUI_CONFIG_DIR": str(tmp_path / "config"),
@@ -76,6 +75,21 @@ def test_demo_switches_profiles_in_tmux_and_quitting_stops_the_servers(tmp_path)
     # COLUMNS/LINES from the test runner's environment would override the pane's size
     cmd = " ".join(["env", "-u", "COLUMNS", "-u", "LINES", *[f"{k}={shlex.quote(v)}" for k, v in env.items()],
                     shlex.quote(SPECTUI), "demo", "--state-dir", shlex.quote(str(state))])
+    return state, cmd
+
+
+def kill_leftovers(state):
+    for p in (state / "servers").glob("*.json") if state.exists() else []:
+        try:
+            os.killpg(int(json.loads(p.read_text())["pgid"]), 9)
+        except (ProcessLookupError, KeyError, ValueError, TypeError, PermissionError):
+            pass
+
+
+@pytest.mark.timeout(240)
+def test_demo_switches_profiles_in_tmux_and_quitting_stops_the_servers(tmp_path):
+    assert SPECTUI and TMUX, "needs the installed spectui and tmux (.ci/run installs tmux)"
+    state, cmd = demo_command(tmp_path)
     tmux = Tmux()
     try:
         tmux.start(cmd)
@@ -106,8 +120,76 @@ def test_demo_switches_profiles_in_tmux_and_quitting_stops_the_servers(tmp_path)
         assert not any(pid_alive(p) for p in pids)
     finally:
         tmux.kill()
-        for p in (state / "servers").glob("*.json") if state.exists() else []:
-            try:
-                os.killpg(int(json.loads(p.read_text())["pgid"]), 9)
-            except (ProcessLookupError, KeyError, ValueError, TypeError, PermissionError):
-                pass
+        kill_leftovers(state)
+
+
+PER_STREAM = re.compile(r"per stream\s+(\d+\.\d) tok/s")
+# The story (Kimi-K2.5, TP 8, eight PCIe GPUs, one request at a time), with 15% either side
+# "warm": seconds of this server's traffic before reading (n-gram's trie fills from its own
+# answers: the story's figures hold after about a minute of traffic)
+STORY = {
+    "kimi-baseline": {"key": "1", "tok_s": (82 * 0.85, 82 * 1.15), "accept": None, "warm": 10},
+    "kimi-eagle3": {"key": "2", "tok_s": (60 * 0.85, 60 * 1.15), "accept": (2.0 * 0.85, 2.0 * 1.15), "warm": 10},
+    "kimi-ngram": {"key": "4", "tok_s": (41 * 0.85, 41 * 1.15), "accept": (1.3 * 0.85, 1.5 * 1.15), "warm": 35},
+}
+
+
+def readings(tmux: Tmux, seconds: float) -> tuple[list[float], list[float]]:
+    """Per-stream tok/s and accept length as the screen shows them, read every half second."""
+    speeds, accepts = [], []
+    deadline = time.monotonic() + seconds
+    while time.monotonic() < deadline:
+        screen = tmux.screen()
+        m = PER_STREAM.search(screen)
+        if m:
+            speeds.append(float(m.group(1)))
+        a = ACCEPT.search(screen)
+        if a:
+            accepts.append(float(a.group(1)))
+        time.sleep(0.5)
+    return speeds, accepts
+
+
+@pytest.mark.timeout(480)
+def test_demo_tells_the_story_live_on_screen(tmp_path):
+    """The live panels, read off the real terminal, show the story's figures for each profile."""
+    assert SPECTUI and TMUX, "needs the installed spectui and tmux (.ci/run installs tmux)"
+    state, cmd = demo_command(tmp_path)
+    tmux = Tmux()
+    seen = {}
+    try:
+        tmux.start(cmd)
+        tmux.wait(lambda t: "connected" in t and "kimi-ngram" in t and "°C" in t, 60, "the dashboard")
+        for name, story in STORY.items():
+            tmux.keys(story["key"])
+            deadline = time.monotonic() + 20
+            while time.monotonic() < deadline:
+                screen = tmux.screen()
+                if f"Switch to {name}?" in screen:
+                    tmux.keys("y")
+                    break
+                if "● ready" in row(screen, name) or "◐" in row(screen, name):
+                    break
+                time.sleep(0.3)
+            screen = tmux.wait(lambda t, n=name: "● ready" in row(t, n) and PER_STREAM.search(t), 120,
+                               f"{name} ready with a per-stream speed")
+            assert "traffic on ×1" in screen
+            time.sleep(story["warm"])  # let the windows fill with this server's traffic only
+            speeds, accepts = readings(tmux, 25)
+            assert len(speeds) >= 20, f"{name}: per-stream speed shown on {len(speeds)} readings"
+            speed = sorted(speeds)[len(speeds) // 2]
+            lo, hi = story["tok_s"]
+            seen[name] = (speed, sorted(accepts)[len(accepts) // 2] if accepts else None)
+            assert lo <= speed <= hi, f"{name}: {speed} tok/s per stream, the story says {lo:.0f}-{hi:.0f}; {seen}"
+            assert min(speeds) > 0, f"{name}: a zero per-stream speed while requests ran: {speeds}"
+            if story["accept"] is not None:
+                assert len(accepts) >= 20, f"{name}: accept length shown on {len(accepts)} readings"
+                alo, ahi = story["accept"]
+                assert alo <= seen[name][1] <= ahi, f"{name}: accept length {seen[name][1]}, story {alo}-{ahi}; {seen}"
+        tmux.keys("q")
+        deadline = time.monotonic() + 60
+        while not tmux.dead() and time.monotonic() < deadline:
+            time.sleep(0.3)
+    finally:
+        tmux.kill()
+        kill_leftovers(state)
