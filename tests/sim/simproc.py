@@ -192,3 +192,32 @@ def wait_for(pred, timeout=10.0, step=0.05):
             return True
         time.sleep(step)
     return pred()
+
+
+def at_once(names, args_of, tmp_path, work, join_s=120.0):
+    """Start one simulated server per name (``args_of(name)`` its flags) at once, run
+    ``work(server)`` on each in its own thread, kill them all; ``{name: result}``. A failure
+    in any of them is raised as an AssertionError listing every one."""
+    import threading
+
+    results, errors, servers = {}, [], []
+
+    def run(name):
+        try:
+            sp = start_ready(args_of(name), tmp_path, name, timeout=60)
+            servers.append(sp)
+            results[name] = work(sp)
+        except BaseException as exc:  # reported below
+            errors.append((name, exc))
+
+    threads = [threading.Thread(target=run, args=(n,)) for n in names]
+    try:
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join(join_s)
+    finally:
+        for sp in servers:
+            sp.kill_group()
+    assert not errors, errors
+    return results

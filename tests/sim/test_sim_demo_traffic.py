@@ -14,7 +14,6 @@ from one stretch of traffic to another, as a real server's does. The three serve
 To see the figures: ``python3 -m pytest -q -s tests/sim/test_sim_demo_traffic.py``.
 """
 
-import threading
 import time
 
 import pytest
@@ -23,7 +22,7 @@ from spectui.agent.traffic import Traffic
 from spectui.core.profiles.argv import build_argv
 from spectui.core.profiles.discovery import ProfileLayer
 from spectui.core.profiles.loader import load_profiles
-from tests.sim.simproc import ROOT, start_ready, wait_for
+from tests.sim.simproc import ROOT, at_once, wait_for
 
 WARMUP_S = 12.0
 WARMUP_CONCURRENCY = 8
@@ -91,26 +90,7 @@ def window(sp, traffic):
 
 
 def test_the_demo_traffic_tells_the_story(tmp_path):
-    results, errors, servers = {}, [], []
-
-    def run(name):
-        try:
-            sp = start_ready(server_args(name), tmp_path, name, timeout=60)
-            servers.append(sp)
-            results[name] = window(sp, Traffic(FakeAgent(sp.port)))
-        except BaseException as exc:  # reported below
-            errors.append((name, exc))
-
-    threads = [threading.Thread(target=run, args=(n,)) for n in STORY]
-    try:
-        for t in threads:
-            t.start()
-        for t in threads:
-            t.join(120)
-    finally:
-        for sp in servers:
-            sp.kill_group()
-    assert not errors, errors
+    results = at_once(STORY, server_args, tmp_path, lambda sp: window(sp, Traffic(FakeAgent(sp.port))), join_s=120)
     report = {n: {k: (round(v, 2) if isinstance(v, float) else v) for k, v in r.items()} for n, r in results.items()}
     print("demo traffic, concurrency 1, %d s after %d s at concurrency %d:" % (WINDOW_S, WARMUP_S, WARMUP_CONCURRENCY),
           report)

@@ -11,12 +11,11 @@ three servers run at once.
 """
 
 import statistics
-import threading
 import time
 
 from spectui.agent.server_telemetry import ServerTelemetry
 from spectui.agent.traffic import Traffic
-from tests.sim.simproc import start_ready
+from tests.sim.simproc import at_once
 from tests.sim.test_sim_demo_traffic import STORY, FakeAgent, server_args
 
 SECONDS = 60.0
@@ -72,26 +71,7 @@ def ratios(frames, samples, key, field):
 
 
 def test_live_frames_agree_with_the_simulator_under_demo_traffic(tmp_path):
-    results, errors, servers = {}, [], []
-
-    def run(name):
-        try:
-            sp = start_ready(server_args(name), tmp_path, name, timeout=60)
-            servers.append(sp)
-            results[name] = follow(sp)
-        except BaseException as exc:  # reported below
-            errors.append((name, exc))
-
-    threads = [threading.Thread(target=run, args=(n,)) for n in STORY]
-    try:
-        for t in threads:
-            t.start()
-        for t in threads:
-            t.join(SECONDS + 90)
-    finally:
-        for sp in servers:
-            sp.kill_group()
-    assert not errors, errors
+    results = at_once(STORY, server_args, tmp_path, follow, join_s=SECONDS + 90)
     report = {}
     for name, (frames, samples) in results.items():
         live = [f for t, f in frames if t >= samples[0][0] + WARMUP_S]
