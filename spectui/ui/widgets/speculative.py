@@ -81,8 +81,11 @@ class SpecPanel(LinePanel):
             head.add("  L* ", st.text).add(f"{be:.2f}", st.accent)
             if a.value is not None:
                 head.add("  ≥ break-even" if a.value >= be else "  < break-even", st.ok if a.value >= be else st.warn)
-        head.extend(marks(a, st))
-        rows.append(head)
+        tail_marks = marks(a, st)
+        if head.width + tail_marks.width <= width:
+            rows.append(head.extend(tail_marks))
+        else:  # the source and window on a row of their own rather than cut
+            rows += [head, Row("  ").extend(tail_marks)]
         if view.predicted is not None:
             # beside the measured L*: what the verify-cost probe predicts for these settings
             rows += predicted_rows(view.predicted, a.value, view.breakeven is not None, st)
@@ -96,12 +99,19 @@ class SpecPanel(LinePanel):
             row.add(f" {r.formula or 'formula unknown'}", st.accent)
             if r.stale:
                 row.add(" stale", st.mark)
-            row.add(f" · {RATE_NOTE.get(r.source or '', r.source or '?')}", st.dim)
-            if view.rate_count > 1:
-                row.add(f" · a: other ({view.rate_count})", st.dim)
+            note = f" · {RATE_NOTE.get(r.source or '', r.source or '?')}"
+            if row.width + len(note) <= width:
+                row.add(note, st.dim)
             tail.append(row)
+            more = f" · a: other formula ({view.rate_count - 1} more)" if view.rate_count > 1 else ""
             if r.formula in FORMULAS:
-                tail.append(Row(f"   = {FORMULAS[r.formula]}", st.dim))
+                line = Row(f"   = {FORMULAS[r.formula]}", st.dim)
+                if line.width + len(more) <= width:
+                    tail.append(line.add(more, st.dim))
+                else:
+                    tail += [line, Row("  " + more, st.dim)] if more else [line]
+            elif more:
+                tail.append(Row("  " + more, st.dim))
         be = view.breakeven
         if be is not None:
             tail.append(Row(f"L* = {be.spec_step_ms:.1f} ms / {be.base_step_ms:.1f} ms per step", st.dim)

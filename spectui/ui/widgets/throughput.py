@@ -36,7 +36,8 @@ def source_text(v: Value) -> str:
     return "(" + ", ".join(parts) + ")"
 
 
-def figure_row(label: str, v: Value, unit: str, st: Styles, width: int) -> Row:
+def figure_rows(label: str, v: Value, unit: str, st: Styles, width: int) -> list[Row]:
+    """The figure, then its source and window (on the next row when they do not fit)."""
     row = Row(f"{label:<12}", st.text)
     if v.measuring:
         row.add("measuring…", st.dim)
@@ -47,10 +48,10 @@ def figure_row(label: str, v: Value, unit: str, st: Styles, width: int) -> Row:
         row.add(" held", st.mark)
     if v.stale:
         row.add(" stale", st.mark)
-    tail = " " + source_text(v)
-    if row.width + len(tail) <= width:
-        row.add(tail, st.dim)
-    return row
+    tail = source_text(v)
+    if row.width + 1 + len(tail) <= width:
+        return [row.add(" " + tail, st.dim)]
+    return [row, Row(" " * min(12, max(0, width - len(tail))) + tail, st.dim)]
 
 
 def _q(v: float | None, rel: str) -> str:
@@ -69,13 +70,12 @@ def latency_rows(name: str, lat: Latency | None, unit: str, st: Styles, width: i
         row.add(unit, st.dim)
     row.add("  p50 ", st.dim).add(_q(lat.p50, lat.p50_rel), st.text)
     row.add("  p99 ", st.dim).add(_q(lat.p99, lat.p99_rel), st.text)
-    note = f" ({lat.count} in {lat.window_s:g} s, histogram)" if lat.window_s else f" ({lat.count}, histogram)"
-    if row.width + len(note) <= width:
-        row.add(note, st.dim)
-    rows = [row]
+    note = f"({lat.count} in {lat.window_s:g} s, histogram)" if lat.window_s else f"({lat.count}, histogram)"
     if "<" in (lat.p50_rel, lat.p99_rel):
-        rows.append(Row("      < : all the buckets say is below their first bound", st.dim))
-    return rows
+        note = note[:-1] + "; <: in its first bucket)"
+    if row.width + 1 + len(note) <= width:
+        return [row.add(" " + note, st.dim)]
+    return [row, Row("      " + note, st.dim)]
 
 
 class ThroughputPanel(LinePanel):
@@ -88,8 +88,8 @@ class ThroughputPanel(LinePanel):
             return [Row("no server: throughput appears once one is ready", st.dim)]
         if view.message:
             return [Row(view.message, st.dim)]
-        head = [figure_row("per stream", view.per_stream, " tok/s", st, width),
-                figure_row("all streams", view.gen, " tok/s", st, width)]
+        head = [*figure_rows("per stream", view.per_stream, " tok/s", st, width),
+                *figure_rows("all streams", view.gen, " tok/s", st, width)]
         reqs = Row("running ", st.text).add(fnum(view.running, 0), st.bold).add("  queued ", st.text)
         reqs.add(fnum(view.queued, 0), st.bold)
         usage = Row("token usage ", st.text)
