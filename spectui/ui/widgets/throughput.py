@@ -62,20 +62,31 @@ def _q(v: float | None, rel: str) -> str:
 
 
 def latency_rows(name: str, lat: Latency | None, unit: str, st: Styles, width: int) -> list[Row]:
+    """``TTFT mean 41 ms  p50 <100  p99 <100 (12 in 30 s, histogram)``, wrapped by pieces
+    (never cut) when the panel is narrow."""
     row = Row(f"{name:<5}", st.text)
     if lat is None:
         return [row.add("– (no request finished in the last 30 s)" if name == "TTFT" else "–", st.dim)]
-    row.add("mean ", st.dim).add(fnum(lat.mean, 1 if (lat.mean or 0) < 100 else 0, " ms"), st.bold)
-    if unit:
-        row.add(unit, st.dim)
-    row.add("  p50 ", st.dim).add(_q(lat.p50, lat.p50_rel), st.text)
-    row.add("  p99 ", st.dim).add(_q(lat.p99, lat.p99_rel), st.text)
-    note = f"({lat.count} in {lat.window_s:g} s, histogram)" if lat.window_s else f"({lat.count}, histogram)"
-    if "<" in (lat.p50_rel, lat.p99_rel):
-        note = note[:-1] + "; <: in its first bucket)"
-    if row.width + 1 + len(note) <= width:
-        return [row.add(" " + note, st.dim)]
-    return [row, Row("      " + note, st.dim)]
+    note = f"({lat.count} in {lat.window_s:g} s" if lat.window_s else f"({lat.count}"
+    note += "; < = in 1st bucket)" if "<" in (lat.p50_rel, lat.p99_rel) else ", histogram)"
+    pieces = [
+        [("mean ", st.dim), (fnum(lat.mean, 1 if (lat.mean or 0) < 100 else 0, " ms"), st.bold), (unit, st.dim)],
+        [("p50 ", st.dim), (_q(lat.p50, lat.p50_rel), st.text)],
+        [("p99 ", st.dim), (_q(lat.p99, lat.p99_rel), st.text)],
+        [(note, st.dim)],
+    ]
+    rows = [row]
+    for i, piece in enumerate(pieces):
+        size = sum(len(t) for t, _ in piece)
+        gap = " " if i == len(pieces) - 1 else "  "
+        if i and rows[-1].width + len(gap) + size > width:
+            rows.append(Row(" " * 5))
+            gap = ""
+        elif i:
+            rows[-1].add(gap)
+        for text, style in piece:
+            rows[-1].add(text, style)
+    return rows
 
 
 class ThroughputPanel(LinePanel):
