@@ -15,7 +15,7 @@ parallel 8). A forward pass costs
   (``ngram_ms`` + ``ngram_seq_ms`` per sequence) for NGRAM;
 * prefill: ``weights_ms`` + ``prefill_token_ms`` per new token + its all-reduce.
 
-``pcie-8gpu`` is the deployment of SGLANG.md's story: 12.2 ms per plain decode step (82 tok/s)
+``pcie-8gpu`` is the deployment of the README's story: 12.2 ms per plain decode step (82 tok/s)
 and about 30 ms per verify step, 25 ms of it all-reduce over PCIe, so speculation has to accept
 about 2.7 tokens per step to break even. ``nvlink-8gpu`` has a cheap all-reduce, and the same
 EAGLE-3 drafter beats the baseline there.

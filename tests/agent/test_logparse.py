@@ -18,7 +18,8 @@ from spectui.agent.logparse import (
     parse_progress,
 )
 
-# Message texts verbatim from SGLANG.md (the contract), placeholders filled in.
+# Message texts as SGLang's f-strings write them (0.5.23 wheel, srt/managers/scheduler_components/
+# metrics_reporter.py, and older releases' scheduler_metrics_mixin.py), placeholders filled in.
 PREFILL = "Prefill batch, #new-seq: 1, #new-token: 31, #cached-token: 0, #token: 31, token usage: 0.00, #running-req: 0, #queue-req: 0, #pending-token: 0, "
 DECODE_PLAIN = "Decode batch. #running-req: 1, #token: 234, token usage: 0.00, gen throughput (token/s): 82.10, #queue-req: 0, "
 DECODE_OLD_SPEC = "Decode batch. #running-req: 1, #token: 290, token usage: 0.00, accept len: 1.45, cuda graph: True, gen throughput (token/s): 41.20, #queue-req: 0, "

@@ -1,7 +1,7 @@
 """The demo's story: `spectui bench --demo --profiles kimi-baseline,kimi-eagle3,kimi-ngram --preset single-stream`.
 
 The shipped profiles and the shipped single-stream preset on the simulated pcie-8gpu host
-(only the simulated load time is shortened). SGLANG.md's story: baseline fastest, EAGLE-3
+(only the simulated load time is shortened). The README's story: baseline fastest, EAGLE-3
 about 0.73x with accept length about 2.0, NGRAM about 0.5x with 1.3-1.5, and a break-even
 accept length L* near 2.7. Ranges are generous for a loaded machine, but each bound is one a
 wrong step time, accept length or ordering would cross.

@@ -76,7 +76,7 @@ def test_break_even_chain_and_tree_by_hand():
 
 
 def test_the_story_numbers():
-    """SGLANG.md's story: plain decode 12.2 ms of which about 3.15 ms all-reduce; a verify of
+    """The README's story: plain decode 12.2 ms of which about 3.15 ms all-reduce; a verify of
     4 tokens spends about 25 ms in all-reduce. Kimi-K2.5 has 61 layers: 123 all-reduces."""
     r = result({1: 25.0 / 123, 4: 25.0 / 123}, layers=61, decode_path={"tokens": 1, "median_ms": 3.15 / 123})
     row = predict(r, StepCosts(decode_step_ms=12.2)).row("chain", 4)

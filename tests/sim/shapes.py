@@ -1,4 +1,6 @@
-"""SGLang log line shapes, written from SGLANG.md ("Log lines"): one regex per era and kind."""
+"""SGLang log line shapes, one regex per era and kind, written from SGLang's f-strings (0.5.23
+wheel, srt/managers/scheduler_components/metrics_reporter.py; older eras'
+scheduler_metrics_mixin.py)."""
 
 import re
 

@@ -1,7 +1,7 @@
 """The demo tells the story live: the shipped kimi-* profiles on the simulated pcie-8gpu host,
 each under the demo traffic at concurrency 1 (spectui/agent/traffic.py, as the console runs it).
 
-SGLANG.md's story: baseline about 82 tok/s; EAGLE-3 accept length about 2.0 and about 60
+The README's story: baseline about 82 tok/s; EAGLE-3 accept length about 2.0 and about 60
 tok/s; NGRAM (8 draft tokens) accept length 1.3-1.5 and about 41 tok/s. Each server first gets
 the traffic at concurrency 8 for a while (as much traffic as a minute or more at concurrency 1:
 NGRAM's trie has seen some answers), then at concurrency 1 for the measured window. The figures

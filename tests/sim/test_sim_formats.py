@@ -1,4 +1,4 @@
-"""Log lines of each era and the cost model, checked against SGLANG.md's shapes."""
+"""Log lines of each era and the cost model, checked against the shapes SGLang's releases print (tests/sim/shapes.py)."""
 
 import re
 

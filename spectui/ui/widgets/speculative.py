@@ -8,7 +8,7 @@ from spectui.ui.views import PredictedLStar, SpecView, Value
 from spectui.ui.widgets.base import LinePanel
 from spectui.ui.widgets.charts import chart_rows
 
-# Accept-rate formulas by the names the agent gives them (SGLANG.md: the formula changed in PR #23530).
+# Accept-rate formulas by the names the agent gives them (per release in ``spectui/agent/sglang_releases.py``, read from the SGLang wheels).
 FORMULAS = {
     "drafts-only": "correct drafts / (steps × (draft tokens − 1))",
     "incl-bonus/draft-tokens": "accepted incl. bonus / (steps × draft tokens)",
