@@ -42,6 +42,7 @@ from collections import deque
 
 from .bootstrap import exit_now
 from .promwindow import MetricsUnavailable, parse_metrics
+from .sse import sse_data
 
 FINAL = ("done", "failed", "interrupted")
 FLUSH_RETRY_S = 30.0
@@ -296,16 +297,7 @@ class Runner(object):
             have = 0
             last_t = None
             meta = {}
-            while True:
-                raw = resp.readline()
-                if not raw:
-                    break
-                raw = raw.strip()
-                if not raw.startswith(b"data:"):
-                    continue
-                data = raw[5:].strip()
-                if data == b"[DONE]":
-                    break
+            for data in sse_data(resp):
                 now = time.perf_counter()
                 try:
                     chunk = json.loads(data.decode("utf-8"))

@@ -24,13 +24,10 @@ A figure is a dict ``{"value", "source", "stale", "window_s", "age_s", ...}``. T
 
 from __future__ import annotations
 
-RATE_SPAN_S = 2.0
-STREAM_SPAN_S = 5.0
-STREAM_SPAN_LONG_S = 30.0
+RATE_SPAN_S = 2.0  # per-iteration throughput
+STREAM_SPAN_S = 5.0  # per-stream speed (the long span when it saw too few tokens)
 STREAM_MIN_TOKENS = 8
-ACCEPT_SPAN_S = 30.0
-FINISHED_SPAN_S = 30.0
-LATENCY_SPAN_S = 30.0
+LONG_SPAN_S = 30.0  # finished-request counters (throughput, accept length) and latency histograms
 HISTORY_S = 60.0
 HOLD_S = 10.0
 FRESH_S = 10.0
@@ -79,20 +76,20 @@ class Changes(object):
             return 0.0
         return now - prev[1]
 
-    def age(self, key, now):
-        prev = self._seen.get(key)
-        return None if prev is None else now - prev[1]
+
+def state_values(info, key):
+    """``key`` of each ``/server_info`` ``internal_states`` entry (one per DP rank) that has it."""
+    states = (info or {}).get("internal_states") or []
+    return [s[key] for s in states if isinstance(s, dict) and isinstance(s.get(key), (int, float))]
 
 
 def sum_states(info, key):
-    states = (info or {}).get("internal_states") or []
-    vals = [s.get(key) for s in states if isinstance(s, dict) and isinstance(s.get(key), (int, float))]
+    vals = state_values(info, key)
     return sum(vals) if vals else None
 
 
 def mean_states(info, key):
-    states = (info or {}).get("internal_states") or []
-    vals = [s.get(key) for s in states if isinstance(s, dict) and isinstance(s.get(key), (int, float))]
+    vals = state_values(info, key)
     return sum(vals) / len(vals) if vals else None
 
 

@@ -133,7 +133,7 @@ class ServerTelemetry(object):
         w = self.window
         rate_ws = w.stats_over(lf.RATE_SPAN_S) if have_metrics else None
         stream_ws = w.stats_over(lf.STREAM_SPAN_S) if have_metrics else None
-        long_ws = w.stats_over(lf.LATENCY_SPAN_S) if have_metrics else None
+        long_ws = w.stats_over(lf.LONG_SPAN_S) if have_metrics else None
 
         algorithm = info.get("speculative_algorithm")
         speculative = algorithm not in (None, "", "NONE", "None")
@@ -142,8 +142,6 @@ class ServerTelemetry(object):
         draft_tokens = gauges.get("spec_num_draft_tokens") or info.get("speculative_num_draft_tokens")
         if isinstance(draft_tokens, float) and draft_tokens.is_integer():
             draft_tokens = int(draft_tokens)
-        if not speculative:
-            draft_tokens = info.get("speculative_num_draft_tokens") if algorithm else None
 
         def load(key, log_key):
             if key in gauges:
@@ -171,8 +169,7 @@ class ServerTelemetry(object):
             verify_total = snap.counters.get("spec_verify_calls_total") if snap is not None else None
             verify_age = self.changes.see("spec_verify_calls_total", verify_total, now) \
                 if verify_total is not None else None
-            acc_ws = w.stats_over(lf.ACCEPT_SPAN_S) if have_metrics else None
-            accept = lf.accept_length(now, acc_ws, verify_age, gauges, log_rec, log_age, self.changes, busy,
+            accept = lf.accept_length(now, long_ws, verify_age, gauges, log_rec, log_age, self.changes, busy,
                                       self.hold_accept)
             rates = self._rates(accept, draft_tokens, version, log_rec, log_age, info.get("speculative_num_steps"))
 
@@ -195,10 +192,9 @@ class ServerTelemetry(object):
             "token_usage": load("token_usage", "token_usage"),
             "ttft_ms": lf.latency(long_ws, "ttft", quantile_bound, histogram_mean),
             "itl_ms": lf.latency(long_ws, "itl", quantile_bound, histogram_mean),
-            "speculative": {"algorithm": algorithm if speculative else None,
-                            "num_steps": info.get("speculative_num_steps") if speculative else None,
-                            "topk": info.get("speculative_eagle_topk") if speculative else None,
-                            "draft_tokens": draft_tokens if speculative else None},
+            "speculative": {"algorithm": algorithm, "num_steps": info.get("speculative_num_steps"),
+                            "topk": info.get("speculative_eagle_topk"), "draft_tokens": draft_tokens}
+            if speculative else {"algorithm": None, "num_steps": None, "topk": None, "draft_tokens": None},
             "version": version,
             "sources": dict(self.sources),
         }
@@ -223,8 +219,8 @@ class ServerTelemetry(object):
             f = accept_rate_formula(version) or log_formula
             entry = {"value": round(logged, 4), "formula": f, "source": "decode-log", "stale": False}
             if accept["source"] == "decode-log" and f == formula:
-                out.insert(0, entry)  # the server's own figure over the same window
-                out = [out[0]] + [r for r in out[1:] if r["formula"] != formula]
+                # the server's own figure over the same window replaces the derived one
+                out = [entry] + [r for r in out if r["formula"] != formula]
             else:
                 out.append(entry)
         return out

@@ -22,6 +22,7 @@ import time
 
 from .protocol import AgentError
 from .server_process import connect_host
+from .sse import sse_data
 
 MAX_CONCURRENCY = 16
 DEFAULT_CONCURRENCY = 1
@@ -305,16 +306,7 @@ class Traffic(object):
             if resp.status != 200:
                 raise ValueError("HTTP %d: %s" % (resp.status, resp.read(300).decode("utf-8", "replace")))
             tokens = 0
-            while True:
-                line = resp.readline()
-                if not line:
-                    break
-                line = line.strip()
-                if not line.startswith(b"data: "):
-                    continue
-                data = line[6:]
-                if data == b"[DONE]":
-                    break
+            for data in sse_data(resp):
                 meta = json.loads(data.decode("utf-8")).get("meta_info") or {}
                 tokens = int(meta.get("completion_tokens") or tokens)
             return tokens

@@ -4,7 +4,6 @@ simulated host; the run is started by a second agent, as another console would).
 
 import asyncio
 import re
-import time
 
 import pytest
 
@@ -15,6 +14,7 @@ from spectui.core.profiles import load_profiles
 from spectui.core.servers import SERVER_BENCHMARKED, ServerControl
 from spectui.core.session import HostTarget, open_session
 from tests.bench.conftest import write_sim_profile
+from tests.bench.test_overlap import wait_state
 from tests.support.sshd import free_port
 
 pytestmark = pytest.mark.timeout(240)
@@ -31,16 +31,6 @@ def two_profiles(env):
     write_sim_profile(env["profiles"], "eagle", port=free_port(), speculative="EAGLE3")
     write_sim_profile(env["profiles"], "ngram", port=free_port(), speculative="NGRAM")
     return load_profiles()
-
-
-async def wait_state(client, run_id, states, timeout=60):
-    t0 = time.monotonic()
-    while True:
-        st = await client.status(run_id)
-        if st["state"] in states:
-            return st
-        assert time.monotonic() - t0 < timeout, st
-        await asyncio.sleep(0.1)
 
 
 def run_cli(capsys, *argv):

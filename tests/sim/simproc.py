@@ -194,19 +194,44 @@ def wait_for(pred, timeout=10.0, step=0.05):
     return pred()
 
 
-def at_once(names, args_of, tmp_path, work, join_s=120.0):
-    """Start one simulated server per name (``args_of(name)`` its flags) at once, run
-    ``work(server)`` on each in its own thread, kill them all; ``{name: result}``. A failure
-    in any of them is raised as an AssertionError listing every one."""
+def start_all(names, args_of, tmp_path, env_of=lambda name: None, timeout=60):
+    """One ready simulated server per name (``args_of(name)`` its flags, ``env_of(name)`` extra
+    environment), started at once; ``{name: server}``. If any fails, the others are killed and the
+    first failure is raised."""
     import threading
 
-    results, errors, servers = {}, [], []
+    started, errors = {}, []
+
+    def one(name):
+        try:
+            started[name] = start_ready(args_of(name), tmp_path, name, env=env_of(name), timeout=timeout)
+        except BaseException as exc:  # reported below
+            errors.append(exc)
+
+    threads = [threading.Thread(target=one, args=(n,)) for n in names]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    if errors:
+        for sp in started.values():
+            sp.kill_group()
+        raise errors[0]
+    return started
+
+
+def at_once(names, args_of, tmp_path, work, join_s=120.0):
+    """Start one simulated server per name at once (:func:`start_all`), run ``work(server)`` on
+    each in its own thread, kill them all; ``{name: result}``. A failure in any of them is raised
+    as an AssertionError listing every one."""
+    import threading
+
+    servers = start_all(names, args_of, tmp_path)
+    results, errors = {}, []
 
     def run(name):
         try:
-            sp = start_ready(args_of(name), tmp_path, name, timeout=60)
-            servers.append(sp)
-            results[name] = work(sp)
+            results[name] = work(servers[name])
         except BaseException as exc:  # reported below
             errors.append((name, exc))
 
@@ -217,7 +242,7 @@ def at_once(names, args_of, tmp_path, work, join_s=120.0):
         for t in threads:
             t.join(join_s)
     finally:
-        for sp in servers:
+        for sp in servers.values():
             sp.kill_group()
     assert not errors, errors
     return results

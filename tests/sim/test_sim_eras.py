@@ -1,11 +1,10 @@
 """The log lines and field names of each release era, from running servers."""
 
 import re
-import threading
 
 import pytest
 
-from tests.sim.simproc import start_ready
+from tests.sim.simproc import start_all
 from tests.sim.shapes import PREFIX, decode_re, prefill_re
 
 COMMON = ["--sim-load-time", "0.3", "--decode-log-interval", "4", "--sim-hardware", "nvlink-8gpu"]
@@ -22,22 +21,8 @@ SERVERS = {
 @pytest.fixture(scope="module")
 def servers(tmp_path_factory):
     work = tmp_path_factory.mktemp("eras")
-    started, errors = {}, []
-
-    def one(name):
-        try:
-            started[name] = start_ready(SERVERS[name] + COMMON, work, name)
-        except BaseException as exc:  # reported below
-            errors.append(exc)
-
-    threads = [threading.Thread(target=one, args=(n,)) for n in SERVERS]
-    for t in threads:
-        t.start()
-    for t in threads:
-        t.join()
+    started = start_all(SERVERS, lambda name: SERVERS[name] + COMMON, work, timeout=30)
     try:
-        if errors:
-            raise errors[0]
         for sp in started.values():
             sp.post_json("/generate", {"text": "Alice was beginning to get very tired of sitting by her sister",
                                        "sampling_params": {"max_new_tokens": 40, "ignore_eos": True}})

@@ -15,7 +15,7 @@ from prometheus_client.parser import text_string_to_metric_families
 
 from spectui.sim import workload
 from spectui.sim.model import get_model
-from tests.sim.simproc import start_ready, wait_for
+from tests.sim.simproc import start_all, wait_for
 
 COMMON = ["--sim-load-time", "0.3", "--enable-metrics", "--sim-hardware", "nvlink-8gpu"]
 SERVERS = {
@@ -32,23 +32,9 @@ LINE = "    total = total + price * quantity\n"
 @pytest.fixture(scope="module")
 def servers(tmp_path_factory):
     work = tmp_path_factory.mktemp("sampling")
-    started, errors = {}, []
-
-    def one(name):
-        try:
-            env = GENERATING_HEALTH if name in ("ngram", "plain-04") else None
-            started[name] = start_ready(SERVERS[name] + COMMON, work, name, env=env)
-        except BaseException as exc:  # reported below
-            errors.append(exc)
-
-    threads = [threading.Thread(target=one, args=(n,)) for n in SERVERS]
-    for t in threads:
-        t.start()
-    for t in threads:
-        t.join()
+    started = start_all(SERVERS, lambda name: SERVERS[name] + COMMON, work,
+                        lambda name: GENERATING_HEALTH if name in ("ngram", "plain-04") else None, timeout=30)
     try:
-        if errors:
-            raise errors[0]
         yield started
     finally:
         for sp in started.values():

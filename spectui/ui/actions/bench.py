@@ -89,13 +89,18 @@ class BenchActions:
         self.marked: list[str] = []           # profiles marked for B, in the order marked
         self.last_preset: str | None = None
 
+    def notify_refused(self, exc: Exception, title: str, code: str = BENCH_BUSY) -> str | None:
+        """Show the host's sentence when it refused for a live benchmark run (:func:`refusal`) and
+        return it; None, and nothing shown, for any other error."""
+        text = refusal(exc, code)
+        if text is not None:
+            self.notify(text, title=title, severity="warning", timeout=20, markup=False)
+        return text
+
     def notify_benchmarked(self, exc: Exception, title: str) -> bool:
         """Show the host's sentence when it refused to stop a server that a live benchmark run measures
         (another console's, or ``spectui bench``'s); False for any other error."""
-        text = refusal(exc, SERVER_BENCHMARKED)
-        if text is not None:
-            self.notify(text, title=title, severity="warning", timeout=20, markup=False)
-        return text is not None
+        return self.notify_refused(exc, title, SERVER_BENCHMARKED) is not None
 
     def history_store(self) -> HistoryStore:
         return HistoryStore()
@@ -240,11 +245,9 @@ class BenchActions:
                          "(spectui bench --collect saves it when it ends).")
             raise
         except (SpectuiError, PresetError, ValueError, OSError) as exc:
-            busy = refusal(exc)
+            busy = self.notify_refused(exc, "Benchmark refused")
             job.fail(busy or str(exc))
-            if busy:
-                self.notify(busy, title="Benchmark refused", severity="warning", timeout=20, markup=False)
-            else:
+            if not busy:
                 self.notify(f"Benchmark of {job.server}: {exc}", severity="error", timeout=15)
         finally:
             self._bench_done(job)
@@ -338,11 +341,9 @@ class BenchActions:
                             f"(spectui bench --collect saves it).", self._saved_comparison(store, job))
             self.notify(job.message, severity="error", timeout=15)
         except (BenchError, SpectuiError, PresetError, ValueError, OSError) as exc:
-            busy = refusal(exc)
+            busy = self.notify_refused(exc, "Comparison refused")
             job.fail(busy or str(exc))
-            if busy:
-                self.notify(busy, title="Comparison refused", severity="warning", timeout=20, markup=False)
-            else:
+            if not busy:
                 self.notify(f"Comparison: {exc}", severity="error", timeout=15)
         finally:
             self._bench_done(job)

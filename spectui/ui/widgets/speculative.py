@@ -7,6 +7,7 @@ from spectui.ui.draw import Row, Styles, nice_max
 from spectui.ui.views import PredictedLStar, SpecView, Value
 from spectui.ui.widgets.base import LinePanel
 from spectui.ui.widgets.charts import chart_rows
+from spectui.ui.widgets.sources import source_text
 
 # Accept-rate formulas by the names the agent gives them (per release in ``spectui/agent/sglang_releases.py``, read from the SGLang wheels).
 FORMULAS = {
@@ -16,8 +17,7 @@ FORMULAS = {
 RATE_NOTE = {"derived": "from accept length", "decode-log": "as logged"}
 
 
-SOURCE_WORDS = {"metrics-counters": "finished requests' counters", "metrics-gauge": "spec_accept_length gauge",
-                "decode-log": "Decode log line", "server_info": "server_info"}
+WORDS = {"metrics-gauge": "spec_accept_length gauge"}
 
 
 def marks(v: Value, st: Styles) -> Row:
@@ -29,12 +29,7 @@ def marks(v: Value, st: Styles) -> Row:
     if v.cumulative:
         row.add(" cumulative", st.mark)
     if v.source:
-        parts = [SOURCE_WORDS.get(v.source, v.source)]
-        if v.window_s:
-            parts.append(f"{v.window_s:g} s")
-        if v.age_s is not None and v.age_s >= 3:
-            parts.append(f"{v.age_s:.0f} s old")
-        row.add(f" ({', '.join(parts)})", st.dim)
+        row.add(" " + source_text(v, WORDS), st.dim)
     return row
 
 

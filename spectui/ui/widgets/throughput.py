@@ -9,31 +9,9 @@ from spectui.ui.draw import Row, Styles, fnum, nice_max
 from spectui.ui.views import Latency, ThroughputView, Value
 from spectui.ui.widgets.base import LinePanel
 from spectui.ui.widgets.charts import chart_rows
+from spectui.ui.widgets.sources import source_text
 
-SOURCE_WORDS = {
-    "realtime-counter": "per-iteration counter",
-    "decode-log": "Decode log line",
-    "metrics-gauge": "gen_throughput gauge",
-    "server_info": "server_info",
-    "finished-counters": "finished requests",
-    "itl-histogram": "ITL histogram mean",
-    "idle": "idle",
-}
-
-
-def source_text(v: Value) -> str:
-    """``(ITL histogram mean, 5 s)``, ``(Decode log line, 3 s old)``, ``(held, 12 s old)``."""
-    src = v.source or "?"
-    if "/" in src and src.endswith("/running"):
-        words = f"{SOURCE_WORDS.get(src[:-8], src[:-8])} ÷ running"
-    else:
-        words = SOURCE_WORDS.get(src, src)
-    parts = [words]
-    if v.window_s:
-        parts.append(f"{v.window_s:g} s")
-    if v.age_s is not None and v.age_s >= 3:
-        parts.append(f"{v.age_s:.0f} s old")
-    return "(" + ", ".join(parts) + ")"
+WORDS = {"metrics-gauge": "gen_throughput gauge"}
 
 
 def figure_rows(label: str, v: Value, unit: str, st: Styles, width: int) -> list[Row]:
@@ -48,7 +26,7 @@ def figure_rows(label: str, v: Value, unit: str, st: Styles, width: int) -> list
         row.add(" held", st.mark)
     if v.stale:
         row.add(" stale", st.mark)
-    tail = source_text(v)
+    tail = source_text(v, WORDS)
     if row.width + 1 + len(tail) <= width:
         return [row.add(" " + tail, st.dim)]
     return [row, Row(" " * min(12, max(0, width - len(tail))) + tail, st.dim)]
