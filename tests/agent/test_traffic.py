@@ -82,13 +82,16 @@ def test_concurrency_is_exact(traffic, server, n):
     assert st["running"] and st["concurrency"] == n
     assert wait_for(lambda: in_flight(server) == n, timeout=10)
     samples = []
-    for _ in range(25):
+    for _ in range(100):
         samples.append(in_flight(server))
-        time.sleep(0.08)
+        time.sleep(0.03)
     counts = collections.Counter(samples)
     assert max(samples) <= n, counts  # never more than asked for ...
-    # ... and back to back: that many nearly all the time (a request's successor follows at once)
-    assert counts.most_common(1)[0][0] == n and sum(samples) >= 0.93 * n * len(samples), counts
+    # ... and back to back: that many nearly all the time. A successor follows its request within
+    # a new connection's set-up (about 10-20 ms on this 2-core box, against requests of about
+    # 0.4 s), so a sample now and then lands in that gap; a worker that waited or idled would
+    # leave far more than 15% of the samples short.
+    assert counts.most_common(1)[0][0] == n and sum(samples) >= 0.85 * n * len(samples), counts
     st = traffic.status({})
     assert st["requests"] > 0 and st["errors"] == 0 and st["tokens"] > 0, st
     assert st["server"] == "qwen" and st["in_flight"] <= n
