@@ -2,18 +2,20 @@
 
 Every benchmark run and comparison, from the SQLite file in the user's data folder. Exported
 Markdown pastes into an issue or a pull request; exported JSON imports back unchanged; a
-``sglang.benchmark.serving`` JSONL file imports as runs of the ``sglang`` engine.
+``sglang.benchmark.serving`` JSONL file, or text holding the result blocks that
+``sglang.bench_serving`` prints, imports as runs of the ``sglang`` engine.
 """
 
 from __future__ import annotations
 
 import argparse
-import json
 import sys
 import time
 from pathlib import Path
 
-from spectui.core.bench.sglang_import import SglangImportError, import_sglang_file
+from spectui.core.bench.sglang_import import (SGLANG_JSONL, SGLANG_PRINTED, SPECTUI_EXPORT, SglangImportError,
+                                              detect_format, parse_sglang_jsonl, result_from_row,
+                                              results_from_printed)
 from spectui.core.bench.table import render_comparison, render_run_detail, to_json
 from spectui.core.errors import SpectuiError
 from spectui.core.history import EXPORT_FORMATS, HistoryStore, default_path
@@ -42,12 +44,14 @@ def register(sub: argparse._SubParsersAction) -> None:
     ex.add_argument("--format", choices=EXPORT_FORMATS, default="md")
     ex.add_argument("-o", "--output", metavar="FILE", help="write to FILE instead of stdout")
     ex.set_defaults(func=cmd_export)
-    im = hs.add_parser("import", help="import a JSON export or sglang.benchmark.serving JSONL",
-                       description="Import runs from a spectui JSON export, or from the JSONL file that "
-                                   "sglang.benchmark.serving (or sglang.bench_serving) writes with --output-file.")
+    im = hs.add_parser("import", help="import a JSON export, sglang JSONL or pasted sglang.bench_serving results",
+                       description="Import runs from a spectui JSON export, from the JSONL file that "
+                                   "sglang.benchmark.serving (or sglang.bench_serving) writes with --output-file, "
+                                   "or from text holding the result blocks it prints ('==== Serving Benchmark "
+                                   "Result ====' ...), such as a pasted shell session or notes. FILE - reads stdin.")
     im.add_argument("file", metavar="FILE")
-    im.add_argument("--profile", metavar="NAME", help="sglang JSONL: the profile name to file the runs under")
-    im.add_argument("--host", metavar="LABEL", default="imported", help="sglang JSONL: the host label")
+    im.add_argument("--profile", metavar="NAME", help="sglang runs: the profile name to file the runs under")
+    im.add_argument("--host", metavar="LABEL", default="imported", help="sglang runs: the host label")
     im.set_defaults(func=cmd_import)
 
 
@@ -96,26 +100,46 @@ def cmd_export(args: argparse.Namespace) -> int:
     return 0
 
 
-def cmd_import(args: argparse.Namespace) -> int:
-    store = HistoryStore()
-    path = Path(args.file)
+def _read_import_text(name: str) -> tuple[str, str]:
+    """The text to import and the name to call it by (``-``: standard input)."""
+    if name == "-":
+        return sys.stdin.read(), "<stdin>"
+    path = Path(name)
     try:
-        text = path.read_text(encoding="utf-8")
+        return path.read_text(encoding="utf-8"), str(path)
+    except UnicodeDecodeError:
+        raise SpectuiError(f"{path} is not UTF-8 text; import takes a spectui JSON export, sglang JSONL or "
+                           f"pasted sglang.bench_serving output") from None
     except OSError as exc:
         raise SpectuiError(f"cannot read {path}: {exc.strerror or exc}") from None
-    first = text.lstrip()[:1]
-    is_export = False
-    if first == "{":
-        try:
-            doc = json.loads(text)
-            is_export = isinstance(doc, dict) and (doc.get("kind") in ("spectui-history", "runs", "comparison"))
-        except ValueError:
-            is_export = False  # JSONL: one object per line
-    if is_export:
-        ids = store.import_json(text, str(path))
+
+
+def cmd_import(args: argparse.Namespace) -> int:
+    text, source = _read_import_text(args.file)
+    kind = detect_format(text)
+    store = HistoryStore()
+    skipped: list[str] = []
+    if kind == SPECTUI_EXPORT:
+        ids = store.import_json(text, source)
+        what = "a spectui JSON export"
+    elif kind == SGLANG_JSONL:
+        rows = parse_sglang_jsonl(text, source)
+        ids = store.import_results([result_from_row(row, host=args.host, profile=args.profile, source=source, n=i)
+                                    for i, row in enumerate(rows, 1)])
+        what = f"{len(rows)} sglang.benchmark.serving JSONL line{'' if len(rows) == 1 else 's'}"
+    elif kind == SGLANG_PRINTED:
+        results, skipped = results_from_printed(text, source=source, host=args.host, profile=args.profile)
+        if not results:
+            raise SglangImportError(f"{source}: no printed sglang.bench_serving result imported: "
+                                    + "; ".join(skipped))
+        ids = store.import_results(results)
+        what = f"{len(results)} {SGLANG_PRINTED} block{'' if len(results) == 1 else 's'}"
     else:
-        ids = store.import_results(import_sglang_file(path, host=args.host, profile=args.profile))
-    print(f"imported {len(ids)} entr{'y' if len(ids) == 1 else 'ies'}: {', '.join(ids)}")
+        raise SglangImportError(f"{source} holds no spectui JSON export, no sglang.benchmark.serving JSONL line and "
+                                f"no '==== Serving Benchmark Result ====' block, so nothing was imported")
+    for reason in skipped:
+        print(f"spectui: skipped {reason}", file=sys.stderr)
+    print(f"imported {len(ids)} entr{'y' if len(ids) == 1 else 'ies'} from {what} in {source}: {', '.join(ids)}")
     return 0
 
 

@@ -14,6 +14,44 @@ write a subset (no p90/p95, ``p95_itl_ms`` only), which reads the same way.
 Its ``accept_length`` is ``server_info.internal_states[0].avg_spec_accept_length`` read after
 the run: the server's cumulative figure since start or the last ``/flush_cache``. It is kept
 labelled as such (``accept_length.server_cumulative``), never shown as a per-run figure.
+
+The same tool prints a result block to stdout, which is what people paste into issues and notes::
+
+    ============ Serving Benchmark Result ============
+    Backend:                                 sglang
+    Traffic request rate:                    inf
+    Max request concurrency:                 4
+    ...
+    Accept length:                           3.46
+    ----------------End-to-End Latency----------------
+    Mean E2E Latency (ms):                   792.78
+    ...
+    ==================================================
+
+Each row is ``"{:<40} {:<10}"`` (label, value; floats with two decimals). The rows by release, read
+from the published wheels:
+
+- 0.2.0 (``sglang/bench_serving.py:598-648``): Backend, Traffic request rate, Successful requests,
+  Benchmark duration (s), Total input tokens, Total generated tokens (and retokenized), Request /
+  Input token / Output token throughput; Mean and Median E2E Latency; Mean, Median and P99 of TTFT,
+  TPOT and ITL (section "Inter-token Latency").
+- 0.3.6 (``sglang/bench_serving.py:940-995``) adds Total token throughput (tok/s).
+- 0.4.0 (``sglang/bench_serving.py:983``) adds the concurrency row, spelt ``Max reqeuest
+  concurrency:`` until 0.4.10 (``:1472``), with ``not set`` when there was no limit.
+- 0.4.3 (``sglang/bench_serving.py:1047``) adds ``Concurrency:`` (mean requests in flight).
+- 0.4.6 (``sglang/bench_serving.py:1153``) adds ``Accept length:``, printed only when the server
+  reports one, and drops the TPOT section (back in 0.5.6); ITL gains P95 and Max.
+- 0.5.6 (``sglang/bench_serving.py:2097-2181``) adds Total input text / vision tokens, Peak output
+  token throughput (tok/s) and Peak concurrent requests; 0.5.10 adds P90/P99 E2E Latency.
+- 0.5.15 (``sglang/benchmark/serving.py:1547-1709``; ``sglang.bench_serving`` still runs it) prints
+  Mean, Median, P90, P95, P99 of E2E, TTFT, TPOT and ITL, and an optional Cache Hit section.
+- 0.5.23 (``sglang/benchmark/serving.py:1681-1845``) prints the same; ``Accept length`` is still
+  ``server_info["internal_states"][0]["avg_spec_accept_length"]`` (``:1654``), the cumulative figure,
+  so it is labelled as the JSONL one is. No release up to 0.5.23 prints an acceptance-rate section
+  (vLLM's benchmark prints one under the same header, without a ``Backend:`` row).
+
+A printed block becomes the same row dict a JSONL line is (``mean_ttft_ms``, ``accept_length``,
+...), so both import alike; its figures are the printed, two-decimal ones.
 """
 
 from __future__ import annotations
@@ -21,6 +59,7 @@ from __future__ import annotations
 import hashlib
 import json
 import math
+import re
 from pathlib import Path
 from typing import Any
 
@@ -168,3 +207,163 @@ def import_sglang_file(path: str | Path, *, host: str = "imported", profile: str
         raise SglangImportError(f"cannot read {p}: {exc.strerror or exc}") from None
     return [result_from_row(row, host=host, profile=profile, source=str(p), n=i)
             for i, row in enumerate(parse_sglang_jsonl(text, str(p)), 1)]
+
+
+# ---------------------------------------------------------------------------------------------
+# The printed result block
+# ---------------------------------------------------------------------------------------------
+
+PRINTED = "sglang.bench_serving printed result"
+HEADER = re.compile(r"=+\s*Serving Benchmark Result\s*=+")
+CLOSING = re.compile(r"^={20,}$")
+ROW = re.compile(r"^(?P<label>[A-Za-z][^:]*:)\s*(?P<value>\S.*?)?\s*$")
+LATENCY_ROW = re.compile(r"^(mean|median|p90|p95|p99|max) (e2e latency|ttft|tpot|itl) \(ms\):$")
+PRINTED_ROWS = {
+    "backend:": "backend",
+    "traffic request rate:": "request_rate",
+    "max request concurrency:": "max_concurrency",
+    "max reqeuest concurrency:": "max_concurrency",  # the spelling of 0.4.0 to 0.4.6 at least
+    "successful requests:": "completed",
+    "benchmark duration (s):": "duration",
+    "total input tokens:": "total_input_tokens",
+    "total input text tokens:": "total_input_text_tokens",
+    "total input vision tokens:": "total_input_vision_tokens",
+    "total generated tokens:": "total_output_tokens",
+    "total generated tokens (retokenized):": "total_output_tokens_retokenized",
+    "request throughput (req/s):": "request_throughput",
+    "input token throughput (tok/s):": "input_throughput",
+    "output token throughput (tok/s):": "output_throughput",
+    "peak output token throughput (tok/s):": "max_output_tokens_per_s",
+    "peak concurrent requests:": "max_concurrent_requests",
+    "total token throughput (tok/s):": "total_throughput",
+    "concurrency:": "concurrency",
+    "accept length:": "accept_length",
+}
+TEXT_ROWS = ("backend",)
+
+
+def _printed_value(key: str, text: str) -> Any:
+    if key in TEXT_ROWS:
+        return text
+    low = text.lower()
+    if low == "not set":
+        return None
+    if low in ("inf", "infinity"):
+        return math.inf
+    try:
+        return int(text)
+    except ValueError:
+        pass
+    try:
+        return float(text)
+    except ValueError:
+        return text  # "trace" for a request rate read from timestamps
+
+
+def _row_key(label: str) -> str | None:
+    low = " ".join(label.lower().split())
+    if low in PRINTED_ROWS:
+        return PRINTED_ROWS[low]
+    m = LATENCY_ROW.match(low)
+    if m:
+        return f"{m.group(1)}_{m.group(2).replace(' ', '_')}_ms"
+    return None
+
+
+def _unquote(line: str) -> str:
+    """A pasted line without markdown quote marks and indentation."""
+    s = line.strip()
+    while s.startswith(">"):
+        s = s[1:].strip()
+    return s
+
+
+def printed_block_count(text: str) -> int:
+    return sum(1 for line in text.splitlines() if HEADER.search(line))
+
+
+def parse_printed_blocks(text: str, path: str = "<pasted text>") -> tuple[list[dict], list[str]]:
+    """Every printed result block in ``text`` as a JSONL-like row, and why any block was skipped.
+
+    A block runs from its header to the closing ``=====`` line, the next header, or the end of the
+    text (a paste cut short); lines it does not know (goodput, cache hits, shell prompts) are left.
+    Each row carries ``_line``, the header's line number.
+    """
+    rows: list[dict] = []
+    skipped: list[str] = []
+    current: dict | None = None
+
+    def close() -> None:
+        if current is None:
+            return
+        n = current.pop("_line")
+        if "backend" not in current:
+            skipped.append(f"{path}:{n}: that block has no Backend: row, so it is not sglang's (vLLM's benchmark "
+                           f"prints the same header)")
+        elif current.get("output_throughput") is None or current.get("duration") is None:
+            skipped.append(f"{path}:{n}: that block ends before its Benchmark duration and Output token throughput "
+                           f"rows")
+        else:
+            current["_line"] = n
+            rows.append(current)
+
+    for n, line in enumerate(text.splitlines(), 1):
+        s = _unquote(line)
+        if HEADER.search(s):
+            close()
+            current = {"_line": n}
+            continue
+        if current is None:
+            continue
+        if CLOSING.match(s):
+            close()
+            current = None
+            continue
+        m = ROW.match(s)
+        if not m or m.group("value") is None:
+            continue
+        key = _row_key(m.group("label"))
+        if key and key not in current:
+            current[key] = _printed_value(key, m.group("value"))
+    close()
+    return rows, skipped
+
+
+def results_from_printed(text: str, *, source: str, host: str = "imported", profile: str | None = None):
+    """The runs of every printed block in ``text`` (:class:`RunResult`), and the skipped blocks' reasons."""
+    rows, skipped = parse_printed_blocks(text, source)
+    results = []
+    for row in rows:
+        line = row.pop("_line")
+        r = result_from_row(row, host=host, profile=profile, source=source, n=line)
+        r.stats["source"] = PRINTED
+        r.summary["format"] = "printed result block (figures rounded to 2 decimals)"
+        results.append(r)
+    return results, skipped
+
+
+# ---------------------------------------------------------------------------------------------
+# Which format a file is
+# ---------------------------------------------------------------------------------------------
+
+SPECTUI_EXPORT = "spectui JSON export"
+SGLANG_JSONL = "sglang.benchmark.serving JSONL"
+SGLANG_PRINTED = "printed sglang.bench_serving result"
+EXPORT_KINDS = ("spectui-history", "runs", "comparison", "probe")
+
+
+def detect_format(text: str) -> str | None:
+    """:data:`SPECTUI_EXPORT`, :data:`SGLANG_JSONL`, :data:`SGLANG_PRINTED`, or None for none of them."""
+    if text.lstrip()[:1] == "{":
+        try:
+            doc = json.loads(text)
+        except ValueError:
+            doc = None
+        if isinstance(doc, dict) and doc.get("kind") in EXPORT_KINDS:
+            return SPECTUI_EXPORT
+    if printed_block_count(text):
+        return SGLANG_PRINTED
+    lines = [line.strip() for line in text.splitlines() if line.strip()]
+    if lines and lines[0].startswith("{"):
+        return SGLANG_JSONL
+    return None
