@@ -13,7 +13,10 @@ that both see the same machine state:
   access lines give none) with every field converted (accept length and accept rate
   included), and keeps a poll's records until the poll is done.
 
-Also shown, not in the ratio: ``parse_line`` and ``LogFeeder.feed`` called once per line.
+Also shown, not in the ratio: ``parse_line`` and ``LogFeeder.feed`` called once per line,
+and the parser's coverage of the real SGLang lines in ``tests/fixtures/real/logs/`` (each
+copied verbatim from a public source, with the record expected of it): per era, the lines
+read to the expected kind and fields out of the lines of interest.
 
 The lines are a deterministic, realistic mix: per request one ``Prefill batch`` line, a few
 ``Decode batch,`` lines of the late-2025 era (the shape SGLang's regex matches: trailing
@@ -30,6 +33,7 @@ from __future__ import annotations
 import argparse
 import ast
 import glob
+import json
 import os
 import platform
 import random
@@ -42,6 +46,8 @@ import zipfile
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
 
 from spectui.agent.logparse import LogFeeder, parse_line  # noqa: E402
+
+REAL_LOGS = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "tests", "fixtures", "real", "logs")
 
 LOG_PARSER_PATH = "sglang/srt/debug_utils/log_parser.py"
 
@@ -205,6 +211,45 @@ def check_agreement(pattern, lines) -> int:
     return matched
 
 
+def real_lines(folder: str = REAL_LOGS) -> list:
+    """``(era, line, expected record)`` for each single-line record of interest in the real
+    fixture set (format: the folder's README.md)."""
+    out = []
+    for path in sorted(glob.glob(os.path.join(folder, "*.log"))):
+        era, default, pending = "?", {}, []
+        with open(path, encoding="utf-8") as f:
+            for raw in f.read().split("\n"):
+                if raw.startswith("# era: "):
+                    era = raw[len("# era: "):].split(" (")[0]
+                elif raw.startswith("#default "):
+                    default = json.loads(raw[len("#default "):])
+                elif raw.startswith("#> "):
+                    expected = json.loads(raw[3:])
+                    if expected is not None and len(pending) == 1:
+                        merged = {k: v for k, v in {**default, **expected}.items() if v != "absent"}
+                        out.append((era, pending[0], merged))
+                    pending = []
+                elif not raw.startswith("# "):
+                    pending.append(raw)
+    return out
+
+
+def coverage(parse=parse_line, folder: str = REAL_LOGS) -> dict:
+    """Per era, ``[lines read as expected, lines of interest]``: read as expected means the
+    record has the expected kind, time and every expected field with the expected value."""
+    by_era: dict = {}
+    for era, line, expected in real_lines(folder):
+        counts = by_era.setdefault(era, [0, 0])
+        counts[1] += 1
+        rec = parse(line)
+        if rec is not None and all(
+            rec.get(k, KeyError) == v or (isinstance(v, float) and abs(rec.get(k, 1e300) - v) < 1e-9)
+            for k, v in expected.items()
+        ):
+            counts[0] += 1
+    return by_era
+
+
 def check_batch(lines, poll: int) -> None:
     """The timed batch call gives, in order, the records parse_line gives line by line."""
     one_by_one = [rec for rec in map(parse_line, lines) if rec is not None]
@@ -273,6 +318,14 @@ def main(argv=None) -> int:
     print("per line, by kind (microseconds, SGLang re.search / spectui feed_lines):")
     for kind, (t_us, o_us) in by_kind.items():
         print("  %-8s %6.2f / %6.2f" % (kind, t_us, o_us))
+    cover = coverage()
+    if cover:
+        read = sum(c[0] for c in cover.values())
+        total = sum(c[1] for c in cover.values())
+        print("coverage of real SGLang lines (tests/fixtures/real/logs), read as expected / of interest:")
+        for era, (ok, n) in sorted(cover.items()):
+            print("  %-55s %3d / %3d" % (era, ok, n))
+        print("  %-55s %3d / %3d" % ("all", read, total))
     print("ratio ours/SGLang: %.2f" % (ours_rate / theirs_rate))
     return 0 if ours_rate >= theirs_rate else 1
 

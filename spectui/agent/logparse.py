@@ -3,18 +3,34 @@
 Runs on the GPU host under the host's Python (3.8+): standard library only, and only
 relative imports from the rest of the agent.
 
-A line SGLang's logger wrote starts with ``[%Y-%m-%d %H:%M:%S] `` -- optionally with
+A line SGLang's logger wrote starts with ``[%Y-%m-%d %H:%M:%S] `` (sglang 0.3.6 and later,
+``configure_logger`` in srt/utils.py, later srt/utils/common.py) -- optionally with
 ``.mmm`` milliseconds (``SGLANG_LOG_MS``) and rank tokens before the closing bracket
 (``[2026-11-30 10:00:00.123 DP1 TP8] ``; SGLang 0.5.23 writes, in this order, ``DPn``,
 ``PPn``, ``ATTN_CPn``, ``MOE_DPn``, ``TPn``, ``EPn``; each ``NAMEn`` token becomes
-``name_rank``, e.g. ``attn_cp_rank``). Under Ray the line may be led by
+``name_rank``, e.g. ``attn_cp_rank``, the rank a number: ``DP-1``, which SGLang writes
+when ``SGLANG_DP_RANK`` holds -1 (``int(os.environ["SGLANG_DP_RANK"])``, sglang 0.5.3
+srt/managers/scheduler.py:2810-2812), gives ``dp_rank`` -1). Releases 0.2.14 to 0.3.x
+wrote the time of day only (``datefmt="%H:%M:%S"``: ``[10:00:00 TP0] ``); a prefix may
+also hold the ranks alone (``[TP0] ``). Under Ray the line may be led by
 ``(SchedulerActor pid=N, ip=A.B.C.D) ``. tqdm progress bars (weight loading) are written
 without that prefix, often as ``\\r``-separated updates on one physical line.
 
+Lines without such a prefix are read when their message is one of interest (a batch line,
+weight loading, readiness): releases 0.2.0 to 0.2.13 logged the bare message
+(``[gpu_id=0] Decode batch. ...``, later ``[gpu=0] ...``), a line may be pasted without
+its prefix, written under the user's own Python logging format
+(``2025-01-02 10:00:00,123 INFO 4242 scheduler.py:900: Decode batch. ...``,
+``INFO:sglang.srt.managers.scheduler:Decode batch. ...``), or carry SGLang's prefix behind
+another program's (``sglang-1  | [2026-... TP0] ``). Text before the message must look
+like a logging prefix: it holds no quote, and a time or a level name when it is not
+SGLang's bracket.
+
 Records are dicts with ``kind`` and ``time`` (the timestamp text as written in the log,
-``YYYY-MM-DD HH:MM:SS[.mmm]``, which ``datetime.fromisoformat`` reads; ``None`` for lines
-that carry none, such as tqdm bars and tracebacks printed without a prefix), the rank
-fields when present, and then fields by kind:
+``YYYY-MM-DD HH:MM:SS[.mmm]``, which ``datetime.fromisoformat`` reads, a comma before
+milliseconds written as a dot; ``HH:MM:SS[.mmm]`` for a line that gives the time of day
+only; ``None`` for lines that carry none, such as tqdm bars and tracebacks printed without
+a prefix), the rank fields when present, and then fields by kind:
 
 ``decode`` / ``prefill``
     The anchor (``Decode batch.``, ``Decode batch,``, ``Decode batch [iter],``, the same
@@ -26,7 +42,10 @@ fields when present, and then fields by kind:
     Values: integers and decimals as numbers, ``True``/``False`` as booleans
     (``cuda_graph``), ``12.5%`` as the fraction 0.125, anything else as the string.
     Unknown pairs are kept under their normalised names. ``iter`` holds the forward
-    iteration when the anchor carries one.
+    iteration when the anchor carries one, ``mixed_running_req`` the count of
+    ``Prefill batch(mixed #running-req: N).`` (0.2.14 to 0.3.x). A hybrid model's line
+    gives ``token_usage`` from its ``full token usage`` (the full-attention pool); the
+    ``swa``, ``mamba`` and ``pre-allocated`` usages are other pools and stay their own.
 
     Where an accept rate appears, ``accept_rate_formula`` says what it divides, decided
     by the line's shape (the formula changed in SGLang PR #23530):
@@ -103,7 +122,7 @@ _CHAIN_MARKERS = (
 # Prefix
 # ---------------------------------------------------------------------------
 
-_RANK_TOKEN = re.compile(r"([A-Za-z][A-Za-z_]*?)(\d+)$")
+_RANK_TOKEN = re.compile(r"([A-Za-z][A-Za-z_]*?)(-?\d+)$")  # "DP-1": a negative rank
 _RAY_PREFIX = re.compile(r"\((?P<actor>[\w.-]+) pid=(?P<pid>\d+)(?:,\s*ip=(?P<ip>[\w.:-]+))?\)\s*")
 
 # Rank text (what follows the timestamp inside the brackets) -> record items.
@@ -130,7 +149,7 @@ def _rank_items(text: str) -> Tuple[Tuple[str, Any], ...]:
     return items
 
 
-def _split_prefix(line: str) -> Optional[Tuple[str, Tuple[Tuple[str, Any], ...], str]]:
+def _split_prefix(line: str) -> Optional[Tuple[Optional[str], Tuple[Tuple[str, Any], ...], str]]:
     """``(time, rank items, message)`` for a line with SGLang's prefix, else ``None``."""
     if line[:1] != "[":
         if line[:1] == "(":
@@ -151,7 +170,7 @@ def _split_prefix(line: str) -> Optional[Tuple[str, Tuple[Tuple[str, Any], ...],
         or line[17] != ":"
         or not line[1:5].isdigit()
     ):
-        return None
+        return _split_short_prefix(line)
     end = line.find("] ", 20)
     if end < 0:
         end = len(line) - 1
@@ -173,6 +192,73 @@ def _split_prefix(line: str) -> Optional[Tuple[str, Tuple[Tuple[str, Any], ...],
     if extra[0] != " ":
         return None
     return time, _rank_items(extra), msg
+
+
+# The prefix of releases that logged the time of day only (``datefmt="%H:%M:%S"``: sglang
+# 0.2.14 to 0.3.x, srt/utils.py ``configure_logger``), with SGLang's rank tokens or
+# without, and the ranks alone (a prefix whose time was cut away).
+_RANK_NAME = r"[A-Z][A-Z_]*-?\d+"
+_SHORT_PREFIX = re.compile(
+    r"\[(?:(\d\d:\d\d:\d\d(?:\.\d\d\d)?)((?: %s)*)|(%s(?: %s)*))\](?: |$)" % (_RANK_NAME, _RANK_NAME, _RANK_NAME),
+    re.ASCII,
+)
+
+
+def _split_short_prefix(line: str) -> Optional[Tuple[Optional[str], Tuple[Tuple[str, Any], ...], str]]:
+    m = _SHORT_PREFIX.match(line)
+    if m is None:
+        return None
+    ranks = m.group(2) or m.group(3)
+    return m.group(1), _rank_items(ranks) if ranks else (), line[m.end():]
+
+
+# Lines without SGLang's prefix are read only when they hold a message of interest: the
+# releases that logged the bare message (``format="%(message)s"``: sglang 0.2.0 to 0.2.13,
+# the batch line led by ``[gpu_id=N]`` or ``[gpu=N]``), a line pasted without its prefix,
+# a line under the user's own Python logging format (``SGLANG_LOGGING_CONFIG_PATH``, or a
+# program embedding SGLang: ``2025-01-02 10:00:00,123 INFO 12345 scheduler.py:900: ``,
+# ``INFO:sglang.srt.managers.scheduler:``), or SGLang's line behind another program's
+# prefix (``sglang-1  | [2025-... TP0] ``, a tqdm bar left on the same line).
+_LOOSE_ANCHOR = re.compile(
+    r"(?:\[gpu(?:_id)?=\d+\] )?(?:Decode batch[ .,]|Prefill batch[ .,(]|Load weight (?:begin|end)\.|The server is fired up)"
+)
+_TAIL_BRACKET = re.compile(
+    r"\[(?:((?:\d{4}-\d\d-\d\d )?\d\d:\d\d:\d\d(?:\.\d\d\d)?)((?: %s)*)|(%s(?: %s)*))\] ?$" % (_RANK_NAME, _RANK_NAME, _RANK_NAME),
+    re.ASCII,
+)
+_CUSTOM_TIME = re.compile(r"(?:(\d{4}-\d\d-\d\d)[ T])?(\d\d:\d\d:\d\d)(?:[.,](\d{3}))?(?!\d)", re.ASCII)
+_LEVEL_NAME = re.compile(r"\b(?:DEBUG|INFO|WARNING|WARN|ERROR|CRITICAL)\b")
+_MAX_HEAD = 200
+
+
+def _split_loose(line: str) -> Optional[Tuple[Optional[str], Tuple[Tuple[str, Any], ...], str]]:
+    """``(time, rank items, message)`` for a line without SGLang's prefix whose message is
+    one of interest (see above), else ``None``. The time is ``YYYY-MM-DD HH:MM:SS[.mmm]``
+    or ``HH:MM:SS[.mmm]`` (a comma before the milliseconds written as a dot), or ``None``."""
+    m = _LOOSE_ANCHOR.search(line)
+    if m is None:
+        return None
+    at = m.start()
+    if at == 0:
+        return None, (), line
+    head = line[:at]
+    if at > _MAX_HEAD or head[-1] not in " :|" or "'" in head or '"' in head:
+        return None  # the anchor inside some other text (a request, a quoted message)
+    b = _TAIL_BRACKET.search(head)
+    if b is not None:
+        ranks = b.group(2) or b.group(3)
+        return b.group(1), _rank_items(ranks) if ranks else (), line[at:]
+    t = _CUSTOM_TIME.search(head)
+    if t is None:
+        if _LEVEL_NAME.search(head) is None:
+            return None  # neither a time nor a level: not a logging prefix
+        return None, (), line[at:]
+    time = t.group(2)
+    if t.group(1):
+        time = t.group(1) + " " + time
+    if t.group(3):
+        time += "." + t.group(3)
+    return time, (), line[at:]
 
 
 # ---------------------------------------------------------------------------
@@ -268,6 +354,17 @@ def _batch(kind: str, time: str, ranks: Tuple[Tuple[str, Any], ...], msg: str, a
     """The generic, key-driven reading of a ``Decode batch`` / ``Prefill batch`` line."""
     rest = msg[anchor_len:]
     c = rest[:1]
+    mixed = None
+    if c == "(":
+        # sglang 0.2.14-0.3.x: "Prefill batch(mixed #running-req: 3). #new-seq: ..."
+        # (managers/tp_worker.py, chunked prefill mixed with decoding)
+        close = rest.find(")")
+        if close < 0:
+            return None
+        mixed = rest[1:close]
+        rest = rest[close + 1:]
+        c = rest[:1]
+        rank_text = None  # a shape the fast readers do not learn
     if c == "," or c == ".":
         sep = c
         body = rest[1:]
@@ -292,11 +389,21 @@ def _batch(kind: str, time: str, ranks: Tuple[Tuple[str, Any], ...], msg: str, a
     if iteration is not None:
         rec["iter"] = iteration
     keys, values, lead, trailing_comma = _pairs(body)
+    if mixed is not None:
+        mixed_keys, mixed_values, _, _ = _pairs(mixed)
+        keys = mixed_keys + keys
+        values = mixed_values + values
     if lead:  # text before the first pair: keep it rather than drop it
         rec["text"] = lead
     names = [normalize_key(k) for k in keys]
     converted = [_cached_value(v) for v in values]
     rec.update(zip(names, converted))
+    if "full_token_usage" in rec and "token_usage" not in rec:
+        # Hybrid (SWA / mamba) models write the full-attention pool as "#full token" and
+        # "full token usage" in place of "#token" and "token usage" (sglang 0.4.10
+        # managers/scheduler_metrics_mixin.py:155-163, "token_msg"); "swa", "mamba" and
+        # "pre-allocated" usages are other pools.
+        rec["token_usage"] = rec["full_token_usage"]
     formula = _formula(sep, trailing_comma, rec)
     if formula is not None:
         rec["accept_rate_formula"] = formula
@@ -356,7 +463,7 @@ _VALUE_RX = r"[-.0-9A-Za-z%]+"
 # the line). A line this misses is read the ordinary way.
 _SKIP_HEAD = (
     r"(?:\]| [^\]\r\n]*\]) "
-    r"(?!Decode batch|Prefill batch|Load weight |The server is fired up|\[gpu=|[RS][^\r\n]*usually means)"
+    r"(?!Decode batch|Prefill batch|Load weight |The server is fired up|\[gpu(?:_id)?=|[RS][^\r\n]*usually means)"
     r"{0}[^\r\n]{1}"
 )
 _SKIP_RX = _SKIP_HEAD + ".*"
@@ -390,8 +497,9 @@ class _Shape:
         # after the anchor) / ("end", regex of the line's end, before the line break).
         self.parts = parts
         # (field, how, constant): how is "const" (the constant), "time" (the timestamp
-        # group), or, applied to the next value group, "int", "float" or "_VALUES" (the
-        # value cache).
+        # group), "same:" + one of the next three applied to the value group numbered by
+        # the constant (a field that repeats another), or, applied to the next value
+        # group, "int", "float" or "_VALUES" (the value cache).
         self.fields = fields
 
     @property
@@ -425,6 +533,9 @@ class _Shape:
                 out.append("%r: %r" % (name, constant))
             elif how == "time":
                 out.append("%r: %s" % (name, value(0)))
+            elif how.startswith("same:"):  # the value of an earlier field's group
+                how, text = how[5:], value(constant)
+                out.append("%r: %s" % (name, "_VALUES[%s]" % text if how == "_VALUES" else "%s(%s)" % (how, text)))
             else:
                 n += 1
                 text = value(n)
@@ -468,6 +579,16 @@ def _learn_shape(kind: str, time: str, rank_text: str, ranks: Tuple[Tuple[str, A
             parts.append(("value", _VALUE_RX))
             fields.append((name, "_VALUES", None))
     parts.append(("end", r", ?\r?" if trailing_comma else r" ?\r?"))
+    if "full_token_usage" in names and "token_usage" not in names:  # as _batch does
+        group = 0
+        for name, how, _ in fields:
+            if how not in ("const", "time"):
+                group += 1
+                if name == "full_token_usage":
+                    fields.append(("token_usage", "same:" + how, group))
+                    break
+        else:
+            fields.append(("token_usage", "const", values[names.index("full_token_usage")]))
     if formula is not None:
         fields.append(("accept_rate_formula", "const", formula))
     shape = _Shape(rank_text, len(time) > 19, parts, fields)
@@ -789,13 +910,15 @@ def _parse_message(time: str, ranks: Tuple[Tuple[str, Any], ...], msg: str, rank
                 rec.update(ranks)
             return rec
     elif c == "[":
-        # 2024 releases: "[gpu=0] Decode batch. ..."
-        if msg.startswith("[gpu="):
+        # sglang 0.2.0-0.2.5 "[gpu_id=0] Decode batch. ..." (managers/controller/tp_worker.py),
+        # 0.2.6-0.2.13 "[gpu=0] Decode batch. ..." (managers/tp_worker.py)
+        if msg.startswith("[gpu=") or msg.startswith("[gpu_id="):
+            start = msg.find("=") + 1
             close = msg.find("] ")
-            if close > 5:
+            if close > start:
                 rec2 = _parse_message(time, ranks, msg[close + 2:])
-                if rec2 is not None and msg[5:close].isdigit():
-                    rec2["gpu"] = int(msg[5:close])
+                if rec2 is not None and msg[start:close].isdigit():
+                    rec2["gpu"] = int(msg[start:close])
                 return rec2
     if (c == "R" or c == "S") and "usually means" in msg and "child failed" in msg:
         # "SIGQUIT received. ... It usually means one child failed." /
@@ -821,10 +944,13 @@ def _parse_generic(line: str) -> Optional[dict]:
             line = segments[-1]
     prefix = _split_prefix(line)
     if prefix is None:
-        return parse_progress(line)
+        prefix = _split_loose(line)
+        if prefix is None:
+            return parse_progress(line)
+        return _parse_message(prefix[0], prefix[1], prefix[2])
     time, ranks, msg = prefix
     rank_text = None
-    if line[:1] == "[":
+    if line[:1] == "[" and time is not None and len(time) >= 19:  # the fast readers' prefix
         close = len(line) - len(msg) - 2
         if line[close:close + 2] == "] ":
             rank_text = line[1 + len(time):close]
@@ -1003,6 +1129,8 @@ class LogFeeder:
     def _feed_one(self, line: str) -> List[dict]:
         out: List[dict] = []
         prefix = _split_prefix(line)
+        if prefix is None:
+            prefix = _split_loose(line)  # a batch line, say, without SGLang's prefix
         if self._tb is not None:
             if prefix is None and self._tb.add(line):
                 return out

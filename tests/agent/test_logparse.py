@@ -115,7 +115,16 @@ def test_hybrid_model_keys():
     assert fields(rec, "full_token", "full_token_usage", "swa_token", "swa_token_usage", "mamba_num", "mamba_usage", "npu_graph") == {
         "full_token": 233600, "full_token_usage": 0.66, "swa_token": 4096, "swa_token_usage": 0.1,
         "mamba_num": 12, "mamba_usage": 0.05, "npu_graph": True}
-    assert "num_token" not in rec and "token_usage" not in rec
+    assert "num_token" not in rec
+    assert rec["token_usage"] == 0.66  # the full-attention pool is the model's token usage
+
+
+def test_other_pools_are_not_token_usage():
+    line = ("[2026-11-30 10:00:00 TP0] Decode batch, #running-req: 3, mamba num: 12, mamba usage: 0.05, "
+            "pre-allocated usage: 0.25, cuda graph: True, gen throughput (token/s): 9.00, #queue-req: 0")
+    rec = parse_line(line)
+    assert fields(rec, "mamba_usage", "pre_allocated_usage") == {"mamba_usage": 0.05, "pre_allocated_usage": 0.25}
+    assert "token_usage" not in rec
 
 
 def test_unknown_keys_are_kept_under_normalised_names():
@@ -175,13 +184,113 @@ def test_tqdm_progress():
     '[2026-11-30 10:00:00] INFO:     127.0.0.1:40052 - "POST /generate HTTP/1.1" 200 OK',
     "[2026-11-30 10:00:00 TP0] Init torch distributed begin.",
     "[rank0]:[W1130 10:00:00.000 ProcessGroupNCCL.cpp:1234] Warning: something",
-    "2025-12-04 20:35:53 INFO 151972 [scheduler_metrics_mixin.py:287] Decode batch. #running-req: 48, #token: 3894",
     "[not a date here] Decode batch, #running-req: 1",
     "[2026-11-30 10:00:00] Decode batches are fun",
-    "Decode batch, #running-req: 1, #token: 290, token usage: 0.00, gen throughput (token/s): 41.20, #queue-req: 0, ",
+    "ValueError: Decode batch failed",
+    "Receive: obj=GenerateReqInput(text='Decode batch, #running-req: 1, #token: 2')",
+    "[10:00:00 TP0] Init torch distributed begin.",
+    "[TP0] Decode batchX, #running-req: 1",
+    "[tp0] Decode batch, #running-req: 1",
 ])
 def test_lines_that_are_not_sglang_records_are_skipped(line):
     assert parse_line(line) is None
+
+
+# The prefixes each release's logging setup writes, made by Python's own logging.Formatter
+# from the format and datefmt that release passes to logging.basicConfig:
+# sglang 0.2.0-0.2.13: format="%(message)s" (0.2.5 managers/controller/manager_single.py:125);
+# 0.2.14-0.3.x: "[%(asctime)s{prefix}] %(message)s", datefmt="%H:%M:%S" (0.3.0 srt/utils.py:710-714);
+# 0.3.6-0.5.x: the same with datefmt="%Y-%m-%d %H:%M:%S" (0.4.10 srt/utils.py; 0.5.3 srt/utils/common.py),
+# ".%(msecs)03d" added under SGLANG_LOG_MS (0.5.23 srt/utils/common.py:2628-2629);
+# prefix " DP{dp_rank} TP{tp_rank}" etc. (0.4.10 managers/scheduler.py:2373-2380), dp_rank
+# read from SGLANG_DP_RANK with int() when the launcher gives none (0.5.3 managers/scheduler.py:2810-2812).
+RELEASE_FORMATS = [
+    ("%(message)s", None, {"time": None}),
+    ("[%(asctime)s TP0] %(message)s", "%H:%M:%S", {"time": "10:00:07", "tp_rank": 0}),
+    ("[%(asctime)s DP1 TP8] %(message)s", "%H:%M:%S", {"time": "10:00:07", "dp_rank": 1, "tp_rank": 8}),
+    ("[%(asctime)s] %(message)s", "%H:%M:%S", {"time": "10:00:07"}),
+    ("[%(asctime)s DP-1 TP0] %(message)s", "%Y-%m-%d %H:%M:%S", {"time": "2024-07-01 10:00:07", "dp_rank": -1, "tp_rank": 0}),
+    ("[%(asctime)s.%(msecs)03d DP-1] %(message)s", "%Y-%m-%d %H:%M:%S", {"time": "2024-07-01 10:00:07.250", "dp_rank": -1}),
+]
+
+# Formats a user's own logging setup may give (SGLANG_LOGGING_CONFIG_PATH, or a program that
+# embeds SGLang and configures logging itself), and the time each line's record carries.
+CUSTOM_FORMATS = [
+    ("%(asctime)s %(levelname)s %(process)d %(filename)s:%(lineno)d: %(message)s", None, "2024-07-01 10:00:07.250"),
+    ("%(levelname)s:%(name)s:%(message)s", None, None),
+    ("%(asctime)s - %(name)s - %(levelname)s - %(message)s", None, "2024-07-01 10:00:07.250"),
+    ("%(asctime)s | %(levelname)-8s | %(message)s", "%Y-%m-%dT%H:%M:%S", "2024-07-01 10:00:07"),
+    ("[%(levelname)s] %(message)s", None, None),
+    ("%(asctime)s %(message)s", "%H:%M:%S", "10:00:07"),
+]
+
+
+def _formatted(fmt, datefmt, message):
+    import logging
+
+    record = logging.LogRecord("sglang.srt.managers.scheduler", logging.INFO, "scheduler.py", 900, message, None, None)
+    record.created = 1719828007.25  # 2024-07-01 10:00:07.250 UTC
+    record.msecs = 250.0
+    formatter = logging.Formatter(fmt, datefmt)
+    formatter.converter = __import__("time").gmtime
+    return formatter.format(record)
+
+
+@pytest.mark.parametrize("fmt,datefmt,expect", RELEASE_FORMATS)
+@pytest.mark.parametrize("message", [DECODE_PLAIN, DECODE_OLD_SPEC, PREFILL, "[gpu=3] " + DECODE_PLAIN, "[gpu_id=0] " + DECODE_PLAIN])
+def test_every_release_prefix(fmt, datefmt, expect, message):
+    line = _formatted(fmt, datefmt, message)
+    rec = parse_line(line)
+    assert rec is not None, line
+    assert {k: rec.get(k) for k in expect} == expect
+    assert {k for k in rec if k.endswith("_rank")} == {k for k in expect if k.endswith("_rank")}
+    assert rec["running_req"] in (0, 1) and rec["queue_req"] == 0 and rec["token_usage"] == 0.0
+    if message.startswith("[gpu"):
+        assert rec["gpu"] == (3 if message.startswith("[gpu=") else 0)
+
+
+@pytest.mark.parametrize("fmt,datefmt,time", CUSTOM_FORMATS)
+def test_custom_logging_formats(fmt, datefmt, time):
+    rec = parse_line(_formatted(fmt, datefmt, DECODE_2025))
+    assert fields(rec, "kind", "time", "running_req", "num_token", "accept_len", "accept_rate_formula") == {
+        "kind": "decode", "time": time, "running_req": 1, "num_token": 290, "accept_len": 1.45,
+        "accept_rate_formula": FORMULA_INCL_BONUS}
+    assert not any(k.endswith("_rank") for k in rec)
+
+
+def test_short_prefixes_and_a_traceback_under_them():
+    recs = parse_lines([
+        "[04:40:55 TP0] " + DECODE_PLAIN,
+        "[04:40:56 TP0] Scheduler hit an exception: Traceback (most recent call last):",
+        '  File "/sglang/srt/managers/tp_worker.py", line 200, in exposed_step',
+        "RuntimeError: boom",
+        "[TP1] Load weight end. elapsed=3.00 s, type=LlamaForCausalLM, avail mem=10.00 GB",
+        "[DP-1 TP3] Decode batch, #running-req: 2, #token: 20, token usage: 0.10, gen throughput (token/s): 5.00, #queue-req: 0",
+    ])
+    assert [(r["kind"], r["time"]) for r in recs] == [("decode", "04:40:55"), ("error", "04:40:56"), ("load_end", None), ("decode", None)]
+    assert recs[1]["context"] == "Scheduler hit an exception" and recs[1]["tp_rank"] == 0
+    assert recs[2]["tp_rank"] == 1 and recs[2]["elapsed"] == 3.0
+    assert fields(recs[3], "dp_rank", "tp_rank", "num_token") == {"dp_rank": -1, "tp_rank": 3, "num_token": 20}
+    assert line_time("[04:40:55 TP0] anything") == "04:40:55"
+
+
+def test_sglang_line_behind_another_prefix():
+    ray = parse_line("(SchedulerActor pid=77) [10:00:00 TP3] " + DECODE_2025)
+    assert fields(ray, "time", "tp_rank", "pid") == {"time": "10:00:00", "tp_rank": 3, "pid": 77}
+    launcher = parse_line("(head, rank=0, pid=18260) [2026-11-30 10:00:00 DP2 TP2] " + DECODE_2025)
+    assert fields(launcher, "time", "dp_rank", "tp_rank", "pid") == {"time": "2026-11-30 10:00:00", "dp_rank": 2, "tp_rank": 2, "pid": None}
+    compose = parse_line("sglang-1  | [2026-11-30 10:00:00.120 DP1 TP8] " + READY)
+    assert compose == {"kind": "ready", "time": "2026-11-30 10:00:00.120", "dp_rank": 1, "tp_rank": 8}
+    bar = parse_line("Capturing batches (bs=1 avail_mem=23.02 GB): 100%|##########| 36/36 [00:05<00:00] [2026-11-30 10:00:00 TP0] " + DECODE_0523)
+    assert fields(bar, "kind", "tp_rank", "num_token") == {"kind": "decode", "tp_rank": 0, "num_token": 290}
+
+
+def test_mixed_prefill_of_chunked_prefill_releases():
+    # sglang 0.3.0 managers/tp_worker.py:463-471
+    rec = parse_line("[10:00:00 TP0] Prefill batch(mixed #running-req: 3). #new-seq: 1, #new-token: 512, "
+                     "#cached-token: 0, cache hit rate: 0.00%, #queue-req: 4")
+    assert rec == {"kind": "prefill", "time": "10:00:00", "tp_rank": 0, "mixed_running_req": 3, "new_seq": 1,
+                   "new_token": 512, "cached_token": 0, "cache_hit_rate": 0.0, "queue_req": 4}
 
 
 def test_line_time():
@@ -289,8 +398,22 @@ def test_feeder_keeps_the_last_tqdm_update_of_a_line():
 
 # -- the learned fast path gives exactly the generic reading ---------------------------
 
+# Prefixes the fast readers leave to the generic reader: every other release's, none, a
+# user's logging format, another program's prefix before SGLang's.
+OTHER_PREFIXES = [
+    "[10:00:00 TP0] ", "[10:00:00] ", "[10:00:00 DP-1 TP3] ", "[TP0] ", "[DP1 TP8] ", "",
+    "[2026-11-30 10:00:00 DP-1 TP0] ", "2026-11-30 10:00:00,123 INFO 4242 scheduler.py:900: ",
+    "INFO:sglang.srt.managers.scheduler:", "sglang-1  | [2026-11-30 10:00:00 TP1] ", "[gpu_id=0] ", "[gpu=2] ",
+]
+DECODE_HYBRID = ("Decode batch, #running-req: 24, #full token: 233600, full token usage: 0.66, #swa token: 4096, "
+                 "swa token usage: 0.10, accept len: 3.05, accept rate: 0.68, cuda graph: True, gen throughput (token/s): 239.06, #queue-req: 2")
+PREFILL_MIXED = "Prefill batch(mixed #running-req: 3). #new-seq: 1, #new-token: 512, #cached-token: 0, cache hit rate: 0.00%, #queue-req: 4"
+
+
 def _all_example_lines():
-    messages = [PREFILL, DECODE_PLAIN, DECODE_OLD_SPEC, DECODE_2025, DECODE_0523, DECODE_0523_ITER_CAP]
+    messages = [PREFILL, DECODE_PLAIN, DECODE_OLD_SPEC, DECODE_2025, DECODE_0523, DECODE_0523_ITER_CAP, DECODE_HYBRID, PREFILL_MIXED]
+    for prefix, msg in itertools.product(OTHER_PREFIXES, messages):
+        yield prefix + msg
     for (prefix, _), msg in itertools.product(PREFIXES, messages):
         yield prefix + msg
         yield prefix + msg + "\n"
@@ -327,7 +450,7 @@ def test_fast_path_equals_generic_reading(fresh_shapes):
             assert _items(parse_line(line)) == _items(logparse._parse_generic(line)), line
         assert [_items(r) for r in parse_lines(lines)] == [_items(logparse._parse_generic(line)) for line in lines]
     # The shapes learned last (at most _MAX_SHAPES per anchor) are read by the fast readers.
-    last = [line for line in lines if line.startswith(PREFIXES[-1][0])]
+    last = [line for line in lines if line.startswith(PREFIXES[-1][0]) and "(mixed" not in line]  # a shape not learned
     assert last and all(logparse._read_line(line) not in (None, logparse._UNREAD) for line in last)
 
 
@@ -342,6 +465,17 @@ def test_learned_shapes_are_read_without_the_generic_reader(fresh_shapes, monkey
     assert [_items(parse_line(line)) for line in lines] == [_items(rec) for rec in expected]
     assert [_items(r) for r in LogFeeder().feed_lines(iter(lines))] == [_items(r) for r in expected if r is not None]
     assert calls == []
+
+
+def test_hybrid_lines_are_read_by_the_fast_readers(fresh_shapes, monkeypatch):
+    lines = ["[2026-11-30 10:00:00 TP0] " + DECODE_HYBRID.replace("233600", str(n)) for n in range(50)]
+    expected = [_items(logparse._parse_generic(line)) for line in lines]
+    calls = []
+    generic = logparse._parse_generic
+    monkeypatch.setattr(logparse, "_parse_generic", lambda line: calls.append(line) or generic(line))
+    assert [_items(parse_line(line)) for line in lines] == expected
+    assert [_items(r) for r in parse_lines(lines)] == expected
+    assert calls == [] and dict(expected[7])["token_usage"] == 0.66 and dict(expected[7])["full_token"] == 7
 
 
 def test_feed_lines_equals_the_generic_reading_of_a_mixed_log(fresh_shapes, monkeypatch):
@@ -383,9 +517,11 @@ def _random_log(rng, count, clean=False, steady=False):
     lines of no interest, loading, readiness, tracebacks, tqdm bars and odd lines
     (``clean``: no traceback and no "\\r", as most of a real log is; ``steady``: one
     server's few batch-line shapes among the odd lines)."""
-    messages = [PREFILL, DECODE_PLAIN, DECODE_OLD_SPEC, DECODE_2025, DECODE_0523, DECODE_0523_ITER_CAP]
+    messages = [PREFILL, DECODE_PLAIN, DECODE_OLD_SPEC, DECODE_2025, DECODE_0523, DECODE_0523_ITER_CAP, DECODE_HYBRID, PREFILL_MIXED]
     prefixes = [prefix for prefix, _ in PREFIXES] + ["[2026-11-30 10:00:00 DP%d TP%d] " % (d, 8 * d) for d in range(4)]
     weights = [8, 2, 1, 1, 1, 1, 1, 1, 1, 1]  # a hot prefix, as a real server has
+    prefixes += OTHER_PREFIXES
+    weights += [1] * len(OTHER_PREFIXES)
     if steady:
         messages, prefixes, weights = [PREFILL, DECODE_2025, DECODE_0523_ITER_CAP], [PREFIXES[2][0]], [1]
 
@@ -403,6 +539,12 @@ def _random_log(rng, count, clean=False, steady=False):
         return rng.choices(prefixes, weights)[0] + msg
 
     odd = [
+        "[10:00:01 TP0] Scheduler hit an exception: Traceback (most recent call last):",
+        "[10:00:01] INFO: the time of day only",
+        "INFO:sglang.srt.server:The server is fired up and ready to roll!",
+        "[TP0] " + LOAD_END,
+        "ValueError: Decode batch failed",
+        "Receive: obj=GenerateReqInput(text='Decode batch, #running-req: 1, #token: 2')",
         '[2026-11-30 10:00:01] INFO:     127.0.0.1:40052 - "POST /generate HTTP/1.1" 200 OK',
         '[2026-11-30 10:00:01.250] INFO:     127.0.0.1:40053 - "GET /metrics HTTP/1.1" 200 OK',
         "[2026-11-30 10:00:01 TP0] " + LOAD_END,
@@ -463,6 +605,15 @@ def test_chunk_reader_equals_the_generic_reading_of_random_logs(fresh_shapes, mo
 
 
 ODD_LINES = [
+    "[10:00:01 TP0] " + DECODE_2025,
+    "[DP-1 TP0] " + DECODE_2025,
+    "[2026-11-30 10:00:01 DP-1 TP0] " + DECODE_2025,
+    "2026-11-30 10:00:01,250 INFO 4242 scheduler.py:900: " + DECODE_2025,
+    DECODE_2025,
+    "[2026-11-30 10:00:01 TP0] [gpu_id=0] " + DECODE_PLAIN,
+    "[2026-11-30 10:00:01 TP0] " + DECODE_HYBRID,
+    "[2026-11-30 10:00:01 TP0] " + PREFILL_MIXED,
+    "[10:00:01 TP0] Scheduler hit an exception: Traceback (most recent call last):",
     "[2026-11-30 10:00:01] INFO: x\r[2026-11-30 10:00:02 TP0] " + DECODE_2025,
     "[2026-11-30 10:00:01 TP0] " + DECODE_2025 + "\r",
     "[2026-11-30 10:00:01] WARNING: a Traceback (most recent call last): in the text",
