@@ -2,12 +2,15 @@
 
 A figure is a dict ``{"value", "source", "stale", "window_s", "age_s", ...}``. The rules:
 
+* **DP ranks**: a figure combined over several ``dp_rank`` series or ``internal_states``
+  entries says how many (``ranks``): summed for throughput, averaged for the accept length.
 * **Throughput** (aggregate generated tokens per second) from the freshest per-iteration
   source the server offers: ``realtime-counter`` (``sglang:realtime_tokens_total{mode="decode"}``,
   bumped every decode iteration in 0.5.23: ``srt/managers/scheduler_components/
   metrics_reporter.py:905``), then ``decode-log`` (``gen throughput (token/s)`` of the last
   Decode line, every ``--decode-log-interval`` steps), ``metrics-gauge`` (``sglang:gen_throughput``,
-  set with the same line) and ``server_info`` (``internal_states[].last_gen_throughput``);
+  set with the same line) and ``server_info`` (``last_gen_throughput``, summed over the DP
+  ranks of ``internal_states``; see :func:`state_values` for the releases' shapes);
   only as a last resort ``finished-counters``: ``generation_tokens_total`` over a long window,
   which moves only when a request finishes (``observe_one_finished_request``).
 * **No false zero**: while requests run, a window that saw no completion never reads 0
@@ -15,10 +18,15 @@ A figure is a dict ``{"value", "source", "stale", "window_s", "age_s", ...}``. T
   ``measuring`` (value ``None``). A per-iteration source that reads 0 while requests run
   is held over for :data:`HOLD_S` (a long prefill), then believed.
 * **Per stream**: what one request sees, from the inter-token latency histogram's exact mean
-  (``itl-histogram``: 1 / (Δsum / Δcount)) or, without one, throughput / running requests.
+  (``itl-histogram``: 1 / (Δsum / Δcount)); on releases before it (0.3.5.post2 to 0.4.4) from
+  ``time_per_output_token_seconds`` (``tpot-histogram``: each observation is one request's mean
+  time per token so far); without either, throughput / running requests.
 * **Accept length**: ``metrics-counters`` (Δgeneration_tokens / Δspec_verify_calls over a
-  window long enough to span completions; the counters exist from 0.5.13), else the
-  ``sglang:spec_accept_length`` gauge, else the Decode line. ``stale`` only when nothing was
+  window long enough to span completions; ``spec_verify_calls_total`` exists from 0.5.13:
+  sglang 0.5.13, sglang/srt/observability/metrics_collector.py:1439), else the
+  ``sglang:spec_accept_length`` gauge (from 0.4.2: sglang 0.4.2, sglang/srt/metrics/collector.py:82;
+  set with each Decode log line, so it is the mean over the last ``--decode-log-interval``
+  steps: ``window="last decode-log interval"``), else the Decode line. ``stale`` only when nothing was
   decoded since the value was measured.
 """
 
@@ -72,15 +80,34 @@ class Changes(object):
     def see(self, key, value, now):
         prev = self._seen.get(key)
         if prev is None or prev[0] != value:
-            self._seen[key] = (value, now)
+            self._seen[key] = (value, now, prev is not None)
             return 0.0
         return now - prev[1]
 
+    def moved(self, key):
+        """Whether ``key`` changed since it was first seen (a first value may be an old one)."""
+        prev = self._seen.get(key)
+        return bool(prev and prev[2])
+
+
+def _number(v):
+    return isinstance(v, (int, float)) and not isinstance(v, bool)
+
 
 def state_values(info, key):
-    """``key`` of each ``/server_info`` ``internal_states`` entry (one per DP rank) that has it."""
-    states = (info or {}).get("internal_states") or []
-    return [s[key] for s in states if isinstance(s, dict) and isinstance(s.get(key), (int, float))]
+    """``key`` of each DP rank's scheduler state in a ``/server_info`` (``/get_server_info``) body.
+
+    From 0.4.7 ``internal_states`` is a list, one entry per DP rank (sglang 0.4.7,
+    sglang/srt/entrypoints/http_server.py:228 and srt/managers/tokenizer_manager.py:998-999);
+    0.4.4 to 0.4.6 merged the first rank's state into the top level (sglang 0.4.4,
+    srt/entrypoints/http_server.py:213, ``**internal_states``; tokenizer_manager.py:766,
+    ``res[0].internal_state``); before 0.4.4 there is none (sglang 0.4.3,
+    srt/entrypoints/http_server.py:156-162)."""
+    info = info or {}
+    states = info.get("internal_states")
+    if isinstance(states, list):
+        return [s[key] for s in states if isinstance(s, dict) and _number(s.get(key))]
+    return [info[key]] if _number(info.get(key)) else []
 
 
 def sum_states(info, key):
@@ -93,9 +120,11 @@ def mean_states(info, key):
     return sum(vals) / len(vals) if vals else None
 
 
-def throughput(now, rate_ws, fin_ws, gauges, log_rec, log_age, info, changes, running, holder, busy=True):
+def throughput(now, rate_ws, fin_ws, gauges, log_rec, log_age, info, changes, running, holder, busy=True,
+               dp_ranks=1):
     """The aggregate generation throughput figure (see the module docstring). ``busy``: whether
-    anything was decoded lately, as far as the sources tell."""
+    anything was decoded lately, as far as the sources tell; ``dp_ranks``: how many DP groups
+    the gauges were summed over."""
     fig = None
     if rate_ws is not None and rate_ws.decode_tokens_per_s is not None:
         fig = figure(rate_ws.decode_tokens_per_s, "realtime-counter", rate_ws.elapsed_s, 0.0)
@@ -109,10 +138,11 @@ def throughput(now, rate_ws, fin_ws, gauges, log_rec, log_age, info, changes, ru
         age = changes.see("gen_throughput", g, now) if g is not None else None
         s = sum_states(info, "last_gen_throughput")
         sage = changes.see("last_gen_throughput", s, now) if s is not None else None
+        nstates = len(state_values(info, "last_gen_throughput"))
         if g is not None and age <= FRESH_S:
-            fig = figure(g, "metrics-gauge", None, age)
+            fig = _ranked(figure(g, "metrics-gauge", None, age), dp_ranks)
         elif s is not None and sage <= FRESH_S:
-            fig = figure(s, "server_info", None, sage)
+            fig = _ranked(figure(s, "server_info", None, sage), nstates)
         elif fin_ws is not None and fin_ws.generation_tokens_per_s is not None:
             fig = figure(fin_ws.generation_tokens_per_s, "finished-counters", fin_ws.elapsed_s, 0.0)
             if not fig["value"] and running:
@@ -127,6 +157,12 @@ def throughput(now, rate_ws, fin_ws, gauges, log_rec, log_age, info, changes, ru
     return fig
 
 
+def _ranked(fig, ranks):
+    if ranks and ranks > 1:
+        fig["ranks"] = int(ranks)
+    return fig
+
+
 def per_stream(now, short_ws, long_ws, agg, running, holder):
     """Tokens per second one request sees."""
     fig = None
@@ -134,6 +170,12 @@ def per_stream(now, short_ws, long_ws, agg, running, holder):
         itl = ws.itl if ws is not None else None
         if itl is not None and itl.count >= STREAM_MIN_TOKENS and itl.sum > 0:
             fig = figure(itl.count / itl.sum, "itl-histogram", ws.elapsed_s, 0.0, tokens=int(itl.count))
+            break
+    for ws in (short_ws, long_ws) if fig is None else ():
+        tpot = getattr(ws, "tpot", None) if ws is not None else None
+        if tpot is not None and tpot.count >= STREAM_MIN_TOKENS and tpot.sum > 0:
+            # mean of the requests' mean seconds per token: its inverse is one stream's speed
+            fig = figure(tpot.count / tpot.sum, "tpot-histogram", ws.elapsed_s, 0.0, observations=int(tpot.count))
             break
     if fig is None and agg is not None and agg.get("value") and running:
         fig = figure(agg["value"] / float(running), agg["source"] + "/running", agg.get("window_s"),
@@ -146,9 +188,10 @@ def per_stream(now, short_ws, long_ws, agg, running, holder):
     return fig
 
 
-def accept_length(now, acc_ws, verify_age, gauges, log_rec, log_age, changes, busy, holder):
+def accept_length(now, acc_ws, verify_age, gauges, log_rec, log_age, changes, busy, holder, dp_ranks=1):
     """The accept length figure; ``None`` before anything was measured. ``verify_age``: seconds
-    since ``spec_verify_calls_total`` last moved (a request finished)."""
+    since ``spec_verify_calls_total`` last moved (a request finished); ``dp_ranks``: how many DP
+    groups the gauge was averaged over."""
     fig = None
     if acc_ws is not None and acc_ws.verify_calls and acc_ws.generation_tokens is not None:
         fig = figure(acc_ws.generation_tokens / acc_ws.verify_calls, "metrics-counters", acc_ws.elapsed_s, verify_age,
@@ -158,7 +201,7 @@ def accept_length(now, acc_ws, verify_age, gauges, log_rec, log_age, changes, bu
         if g is not None:
             age = changes.see("spec_accept_length", g, now)
             if g > 0 and (age <= FRESH_S or busy):
-                fig = figure(g, "metrics-gauge", None, age)
+                fig = _ranked(figure(g, "metrics-gauge", None, age, window="last decode-log interval"), dp_ranks)
     if fig is None and log_rec is not None and log_rec.get("accept_len") is not None \
             and log_age is not None and (log_age <= FRESH_S or busy):
         fig = figure(log_rec["accept_len"], "decode-log", None, log_age)

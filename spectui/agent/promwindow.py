@@ -25,6 +25,13 @@ prefix, each folded over its label sets:
   matters; configuration such as ``spec_num_steps``). ``gauge_series`` keeps every
   series for a per-rank view.
 
+Every release's names are read (:data:`RENAMED`, from the published wheels): names that
+changed are stored under today's name. A text without ``# TYPE`` lines (a partial paste, a
+proxy that drops comments) is read too: an untyped ``X_total`` is a counter, ``X_bucket``
+with its ``X_count`` / ``X_sum`` a histogram, anything else a gauge.
+``MetricsSnapshot.dp_ranks`` lists the ``dp_rank`` label values seen on gauges, so a
+figure summed over DP groups can say over how many.
+
 Over a window between snapshots (:func:`window_stats`, :class:`MetricsWindow`):
 
 * counter increases, a counter that went down (a restart; ``/flush_cache`` on releases
@@ -92,6 +99,23 @@ HISTOGRAMS = (
     "inter_token_latency_seconds",
     "e2e_request_latency_seconds",
 )
+
+# Names of other releases -> the name spectui keys it by. Read from the wheels' collectors:
+# ``sglang:num_requests_running`` / ``sglang:num_requests_waiting`` are the names of the
+# first /metrics (its sample in SGLang's docs, November 2024; no PyPI wheel carries them:
+# sglang 0.3.5.post2, sglang/srt/metrics/collector.py:41 and :69 already say
+# ``num_running_reqs`` / ``num_queue_reqs``).
+RENAMED = {
+    "num_requests_running": "num_running_reqs",
+    "num_requests_waiting": "num_queue_reqs",
+}
+# Histograms of one release only, kept under their own name (their meaning differs):
+# ``time_per_output_token_seconds`` (sglang 0.3.5.post2 to 0.4.4, e.g. sglang 0.4.3,
+# sglang/srt/metrics/collector.py:150) is observed on every output chunk with the request's
+# mean time per output token so far, (now - first token) / (completion tokens - 1)
+# (sglang 0.4.3, sglang/srt/managers/tokenizer_manager.py:912-915);
+# ``inter_token_latency_seconds`` replaced it (sglang 0.4.3.post4, collector.py:190).
+OLD_HISTOGRAMS = ("time_per_output_token_seconds",)
 
 # How a gauge combines over DP groups (see the module docstring); others: max.
 _GAUGE_SUM = frozenset((
@@ -161,7 +185,7 @@ class Histogram:
 class MetricsSnapshot:
     """One read of /metrics. ``taken_at`` is the caller's clock (monotonic seconds)."""
 
-    __slots__ = ("taken_at", "gauges", "counters", "histograms", "gauge_series")
+    __slots__ = ("taken_at", "gauges", "counters", "histograms", "gauge_series", "dp_ranks")
 
     def __init__(
         self,
@@ -170,18 +194,21 @@ class MetricsSnapshot:
         counters: Dict[str, float],
         histograms: Dict[str, Histogram],
         gauge_series: Dict[str, List[Tuple[Dict[str, str], float]]],
+        dp_ranks: Optional[List[str]] = None,
     ) -> None:
         self.taken_at = taken_at
         self.gauges = gauges
         self.counters = counters
         self.histograms = histograms
         self.gauge_series = gauge_series
+        self.dp_ranks = dp_ranks or []
 
     def to_dict(self) -> Dict[str, Any]:
         """JSON-ready: gauges and counters as numbers, histograms as bucket lists
         (``+Inf`` written as the string ``"+Inf"``)."""
         return {
             "taken_at": self.taken_at,
+            "dp_ranks": list(self.dp_ranks),
             "gauges": dict(self.gauges),
             "counters": dict(self.counters),
             "histograms": {
@@ -243,6 +270,67 @@ def mode_key(counter: str, mode: str) -> str:
     return "%s{mode=%s}" % (counter, mode)
 
 
+_UNTYPED = ("unknown", "untyped")  # prometheus_client >= 0.18 says "unknown", older "untyped"
+
+
+class _Reading(object):
+    """What one exposition text holds, keyed by the names in :data:`GAUGES` etc."""
+
+    def __init__(self) -> None:
+        self.gauge_series: Dict[str, List[Tuple[Dict[str, str], float]]] = {}
+        self.counters: Dict[str, float] = {}
+        self.hist_parts: Dict[str, Dict[str, Any]] = {}
+
+    def gauge(self, base: str, labels: Dict[str, str], value: float) -> None:
+        if not math.isnan(value):
+            self.gauge_series.setdefault(base, []).append((dict(labels), value))
+
+    def counter(self, key: str, labels: Dict[str, str], value: float) -> None:
+        self.counters[key] = self.counters.get(key, 0.0) + value
+        mode = labels.get("mode")
+        if mode is not None:  # realtime_tokens_total{mode="decode"}: also per mode
+            mkey = mode_key(key, mode)
+            self.counters[mkey] = self.counters.get(mkey, 0.0) + value
+
+    def histogram(self, base: str, part: str, labels: Dict[str, str], value: float) -> None:
+        parts = self.hist_parts.setdefault(base, {"buckets": {}, "count": 0.0, "sum": 0.0})
+        if part == "bucket":
+            le = float(labels.get("le", "nan"))
+            if not math.isnan(le):
+                parts["buckets"][le] = parts["buckets"].get(le, 0.0) + value
+        else:
+            parts[part] += value
+
+
+def _read_untyped(reading: _Reading, samples: List[Tuple[str, Dict[str, str], float]]) -> None:
+    """Samples without a ``# TYPE`` line, told apart by their names: ``X_total`` a counter,
+    ``X_bucket`` (with ``le``) and the ``X_count`` / ``X_sum`` beside it a histogram, the rest
+    gauges (``routing_key_all_req_count`` is a gauge: no ``_bucket`` goes with it)."""
+    bucketed = set(name[: -len("_bucket")] for name, labels, _ in samples
+                   if name.endswith("_bucket") and "le" in labels)
+    for name, labels, value in samples:
+        if name.endswith("_bucket") and name[: -len("_bucket")] in bucketed:
+            reading.histogram(name[: -len("_bucket")], "bucket", labels, value)
+        elif name.endswith("_count") and name[: -len("_count")] in bucketed:
+            reading.histogram(name[: -len("_count")], "count", labels, value)
+        elif name.endswith("_sum") and name[: -len("_sum")] in bucketed:
+            reading.histogram(name[: -len("_sum")], "sum", labels, value)
+        elif name.endswith("_total"):
+            reading.counter(name, labels, value)
+        else:
+            reading.gauge(name, labels, value)
+
+
+def _renamed(series: Dict[str, Any]) -> Dict[str, Any]:
+    """Store other releases' names under today's (:data:`RENAMED`); today's name wins."""
+    out = dict(series)
+    for old, new in RENAMED.items():
+        if old in out:
+            value = out.pop(old)
+            out.setdefault(new, value)
+    return out
+
+
 def parse_metrics(text: str, taken_at: Optional[float] = None, prefix: str = PREFIX) -> MetricsSnapshot:
     """Read SGLang's /metrics text into a :class:`MetricsSnapshot`.
 
@@ -255,46 +343,42 @@ def parse_metrics(text: str, taken_at: Optional[float] = None, prefix: str = PRE
         raise MetricsUnavailable(prometheus_client_missing()) from None
     if taken_at is None:
         taken_at = _time.monotonic()
-    gauge_series: Dict[str, List[Tuple[Dict[str, str], float]]] = {}
-    counters: Dict[str, float] = {}
-    hist_parts: Dict[str, Dict[str, Any]] = {}
+    reading = _Reading()
+    untyped: List[Tuple[str, Dict[str, str], float]] = []
     for family in text_string_to_metric_families(text):
         if not family.name.startswith(prefix):
             continue
         base = family.name[len(prefix):]
         if family.type == "gauge":
-            bucket = gauge_series.setdefault(base, [])
+            reading.gauge_series.setdefault(base, [])
             for sample in family.samples:
-                if sample.name == family.name and not math.isnan(sample.value):
-                    bucket.append((dict(sample.labels), sample.value))
+                if sample.name == family.name:
+                    reading.gauge(base, sample.labels, sample.value)
         elif family.type == "counter":
             total_name = family.name + "_total"
             for sample in family.samples:
                 if sample.name == total_name:
-                    key = base + "_total"
-                    counters[key] = counters.get(key, 0.0) + sample.value
-                    mode = sample.labels.get("mode")
-                    if mode is not None:  # realtime_tokens_total{mode="decode"}: also per mode
-                        mkey = mode_key(key, mode)
-                        counters[mkey] = counters.get(mkey, 0.0) + sample.value
+                    reading.counter(base + "_total", sample.labels, sample.value)
         elif family.type == "histogram":
-            parts = hist_parts.setdefault(base, {"buckets": {}, "count": 0.0, "sum": 0.0})
             for sample in family.samples:
-                if sample.name == family.name + "_bucket":
-                    le = float(sample.labels.get("le", "nan"))
-                    if not math.isnan(le):
-                        parts["buckets"][le] = parts["buckets"].get(le, 0.0) + sample.value
-                elif sample.name == family.name + "_count":
-                    parts["count"] += sample.value
-                elif sample.name == family.name + "_sum":
-                    parts["sum"] += sample.value
+                part = sample.name[len(family.name) + 1:] if sample.name.startswith(family.name + "_") else None
+                if part in ("bucket", "count", "sum"):
+                    reading.histogram(base, part, sample.labels, sample.value)
+        elif family.type in _UNTYPED:
+            for sample in family.samples:
+                if sample.name.startswith(prefix):
+                    untyped.append((sample.name[len(prefix):], dict(sample.labels), sample.value))
+    _read_untyped(reading, untyped)
+    gauge_series = _renamed(reading.gauge_series)
     gauges = {name: combine_gauge(name, series) for name, series in gauge_series.items() if series}
+    dp_ranks = sorted(set(labels["dp_rank"] for series in gauge_series.values() for labels, _ in series
+                          if "dp_rank" in labels), key=lambda r: (len(r), r))
     histograms = {
         name: Histogram(sorted(parts["buckets"].items()), parts["count"], parts["sum"])
-        for name, parts in hist_parts.items()
+        for name, parts in reading.hist_parts.items()
         if parts["buckets"]
     }
-    return MetricsSnapshot(taken_at, gauges, counters, histograms, gauge_series)
+    return MetricsSnapshot(taken_at, gauges, reading.counters, histograms, gauge_series, dp_ranks)
 
 
 # ---------------------------------------------------------------------------
@@ -416,7 +500,8 @@ def histogram_mean(hist: Optional[Histogram]) -> Optional[float]:
 
 class WindowStats:
     """What happened between two snapshots. Counts are increases; ``*_p50`` / ``*_p99``
-    in seconds; ``None`` where the metrics lack the data."""
+    in seconds; ``ttft`` / ``itl`` / ``tpot`` the histograms' increases; ``None`` where the
+    metrics lack the data."""
 
     __slots__ = (
         "elapsed_s",
@@ -431,6 +516,7 @@ class WindowStats:
         "decode_tokens_per_s",
         "ttft",
         "itl",
+        "tpot",
         "ttft_p50",
         "ttft_p99",
         "itl_p50",
@@ -499,6 +585,7 @@ def window_stats(prev: MetricsSnapshot, cur: MetricsSnapshot, *more: MetricsSnap
     accept = gen / verify if gen is not None and verify else None
     ttft = histograms.get("time_to_first_token_seconds")
     itl = histograms.get("inter_token_latency_seconds")
+    tpot = histograms.get("time_per_output_token_seconds")  # releases before 0.4.3.post4 (OLD_HISTOGRAMS)
     e2e = histograms.get("e2e_request_latency_seconds")
     return WindowStats(
         elapsed_s=elapsed,
@@ -513,6 +600,7 @@ def window_stats(prev: MetricsSnapshot, cur: MetricsSnapshot, *more: MetricsSnap
         decode_tokens_per_s=(decode / elapsed) if decode is not None and elapsed > 0 else None,
         ttft=ttft,
         itl=itl,
+        tpot=tpot,
         ttft_p50=histogram_quantile(0.5, ttft),
         ttft_p99=histogram_quantile(0.99, ttft),
         itl_p50=histogram_quantile(0.5, itl),

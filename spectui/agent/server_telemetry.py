@@ -38,6 +38,28 @@ def _get(url):
         return resp.read()
 
 
+NO_SPECULATION = {"algorithm": None, "num_steps": None, "topk": None, "draft_tokens": None}
+
+
+def speculative_settings(info, gauges):
+    """The speculative settings a frame shows: none at all when the algorithm is none.
+
+    ``/server_info`` carries every server argument, the speculative ones with their defaults
+    even when nothing speculates (``speculative_algorithm`` None with ``speculative_num_steps``
+    5, ``speculative_num_draft_tokens`` 64, ``speculative_eagle_topk`` 8: sglang 0.4.3,
+    sglang/srt/server_args.py:125-128). The live draft width
+    (``sglang:spec_num_draft_tokens``, which adaptive speculation changes) comes before the
+    launch value."""
+    algorithm = info.get("speculative_algorithm")
+    if algorithm is None or str(algorithm).strip().upper() in ("", "NONE"):
+        return dict(NO_SPECULATION)
+    draft_tokens = gauges.get("spec_num_draft_tokens") or info.get("speculative_num_draft_tokens")
+    if isinstance(draft_tokens, float) and draft_tokens.is_integer():
+        draft_tokens = int(draft_tokens)
+    return {"algorithm": algorithm, "num_steps": info.get("speculative_num_steps"),
+            "topk": info.get("speculative_eagle_topk"), "draft_tokens": draft_tokens}
+
+
 class ServerTelemetry(object):
     """Builds the frames of one server."""
 
@@ -135,13 +157,11 @@ class ServerTelemetry(object):
         stream_ws = w.stats_over(lf.STREAM_SPAN_S) if have_metrics else None
         long_ws = w.stats_over(lf.LONG_SPAN_S) if have_metrics else None
 
-        algorithm = info.get("speculative_algorithm")
-        speculative = algorithm not in (None, "", "NONE", "None")
+        spec = speculative_settings(info, gauges)
+        speculative = spec["algorithm"] is not None
+        draft_tokens = spec["draft_tokens"]
         version = info.get("version")
-        # the live draft width (adaptive speculation can change it) before the launch flag
-        draft_tokens = gauges.get("spec_num_draft_tokens") or info.get("speculative_num_draft_tokens")
-        if isinstance(draft_tokens, float) and draft_tokens.is_integer():
-            draft_tokens = int(draft_tokens)
+        dp_ranks = len(snap.dp_ranks) if snap is not None else 0
 
         def load(key, log_key):
             if key in gauges:
@@ -156,11 +176,17 @@ class ServerTelemetry(object):
             quiet_after = max(3.0, 3.0 * (self.log_gap or 0.0))
             busy = bool(decodes) or (log_age is not None and log_age <= quiet_after) or bool(
                 rate_ws is not None and rate_ws.generation_tokens) or bool("num_running_reqs" in gauges and running)
+            if not busy and not have_metrics:
+                # no /metrics: last_gen_throughput that changed lately means a Decode line was logged
+                s = lf.sum_states(info, "last_gen_throughput")
+                if s:
+                    age = self.changes.see("last_gen_throughput", s, now)
+                    busy = self.changes.moved("last_gen_throughput") and age <= SERVER_INFO_EVERY_S + lf.FRESH_S
         if running is None:
             running = 1 if busy else None
 
         tput = lf.throughput(now, rate_ws, long_ws, gauges, log_rec, log_age, info, self.changes, running,
-                             self.hold_tput, busy)
+                             self.hold_tput, busy, dp_ranks)
         stream = lf.per_stream(now, stream_ws, long_ws, tput, running, self.hold_stream)
 
         accept = None
@@ -170,13 +196,15 @@ class ServerTelemetry(object):
             verify_age = self.changes.see("spec_verify_calls_total", verify_total, now) \
                 if verify_total is not None else None
             accept = lf.accept_length(now, long_ws, verify_age, gauges, log_rec, log_age, self.changes, busy,
-                                      self.hold_accept)
+                                      self.hold_accept, dp_ranks)
             rates = self._rates(accept, draft_tokens, version, log_rec, log_age, info.get("speculative_num_steps"))
 
         cumulative = None
         cum = lf.mean_states(info, "avg_spec_accept_length")
         if speculative and cum is not None:
             cumulative = {"value": round(cum, 4), "source": "server_info", "cumulative": True}
+            if len(lf.state_values(info, "avg_spec_accept_length")) > 1:
+                cumulative["ranks"] = len(lf.state_values(info, "avg_spec_accept_length"))
 
         self.seq += 1
         return {
@@ -192,9 +220,8 @@ class ServerTelemetry(object):
             "token_usage": load("token_usage", "token_usage"),
             "ttft_ms": lf.latency(long_ws, "ttft", quantile_bound, histogram_mean),
             "itl_ms": lf.latency(long_ws, "itl", quantile_bound, histogram_mean),
-            "speculative": {"algorithm": algorithm, "num_steps": info.get("speculative_num_steps"),
-                            "topk": info.get("speculative_eagle_topk"), "draft_tokens": draft_tokens}
-            if speculative else {"algorithm": None, "num_steps": None, "topk": None, "draft_tokens": None},
+            "speculative": spec,
+            "dp_ranks": dp_ranks or None,
             "version": version,
             "sources": dict(self.sources),
         }

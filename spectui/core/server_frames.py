@@ -4,7 +4,10 @@ Every number carries where it came from (``source``), the span it was measured o
 (``window_s``) and the age of the newest data behind it (``age_s``); a value kept from an
 earlier measurement because nothing newer exists is ``held``; one with nothing decoded
 since is ``stale``; ``measuring`` means requests run but no source can tell the figure yet;
-the server's own cumulative figures are marked ``cumulative``.
+the server's own cumulative figures are marked ``cumulative``. A figure combined over
+several data-parallel ranks says over how many (``ranks``: summed for throughput, averaged
+for the accept length); ``window`` names a span that is not a number of seconds (the
+``spec_accept_length`` gauge holds the last decode-log interval).
 
 Event data (``server_frame``), as the agent sends it::
 
@@ -21,7 +24,10 @@ Event data (``server_frame``), as the agent sends it::
                  "source": "metrics-histogram", "window_s": 30.0},
      "itl_ms": {"p50": 16.4, "p50_rel": "=", "p99": 30.1, "p99_rel": "=", "mean": 16.6, ...},
      "speculative": {"algorithm": "EAGLE3", "num_steps": 3, "topk": 1, "draft_tokens": 4},
-     "version": "0.5.23", "sources": {"metrics": "ok", "log": "ok", "server_info": "ok"}}
+     "dp_ranks": null, "version": "0.5.23", "sources": {"metrics": "ok", "log": "ok", "server_info": "ok"}}
+
+``speculative`` holds only ``null`` values when the algorithm is none (a server's
+``/server_info`` lists speculative defaults even then).
 
 ``accept_rate`` lists the headline first: the formula of the server's release.
 """
@@ -45,13 +51,16 @@ class Measured:
     held: bool = False
     measuring: bool = False
     of: str | None = None
+    ranks: int | None = None
+    window: str | None = None
 
     @classmethod
     def from_dict(cls, d: dict | None) -> "Measured":
         if not d:
             return cls(None)
         return cls(d.get("value"), d.get("source"), bool(d.get("stale")), bool(d.get("cumulative")), d.get("formula"),
-                   d.get("window_s"), d.get("age_s"), bool(d.get("held")), bool(d.get("measuring")), d.get("of"))
+                   d.get("window_s"), d.get("age_s"), bool(d.get("held")), bool(d.get("measuring")), d.get("of"),
+                   d.get("ranks"), d.get("window"))
 
 
 @dataclass(frozen=True)
@@ -74,6 +83,7 @@ class ServerFrame:
     speculative: dict
     version: str | None
     sources: dict
+    dp_ranks: int | None = None
 
     @classmethod
     def from_event(cls, d: dict, received_at: float) -> "ServerFrame":
@@ -87,8 +97,13 @@ class ServerFrame:
             per_stream=Measured.from_dict(d.get("per_stream")),
             running_req=d.get("running_req"), queue_req=d.get("queue_req"), token_usage=d.get("token_usage"),
             ttft_ms=d.get("ttft_ms"), itl_ms=d.get("itl_ms"), speculative=d.get("speculative") or {},
-            version=d.get("version"), sources=d.get("sources") or {},
+            version=d.get("version"), sources=d.get("sources") or {}, dp_ranks=d.get("dp_ranks"),
         )
+
+    @property
+    def speculating(self) -> bool:
+        """Whether the server runs a speculative algorithm (its settings mean something)."""
+        return bool((self.speculative or {}).get("algorithm"))
 
     def rate(self, formula: str) -> Measured | None:
         for r in self.accept_rates:

@@ -17,7 +17,7 @@ FORMULAS = {
 RATE_NOTE = {"derived": "from accept length", "decode-log": "as logged"}
 
 
-WORDS = {"metrics-gauge": "spec_accept_length gauge"}
+WORDS = {"metrics-gauge": "spec_accept_length gauge, last log interval"}
 
 
 def marks(v: Value, st: Styles) -> Row:
@@ -61,7 +61,7 @@ class SpecPanel(LinePanel):
         if view is None or not view.name:
             return [Row("no server: accept length appears once one is ready", st.dim)]
         rows: list[Row] = []
-        if view.settings:
+        if view.settings and view.algorithm:  # no steps, topk or draft tokens without an algorithm
             rows.append(Row(view.settings[:width], st.dim))
         if view.message:
             rows.append(Row(view.message, st.dim))
