@@ -4,15 +4,20 @@ Every line starts with ``[%Y-%m-%d %H:%M:%S] `` (``.mmm`` milliseconds when SGLA
 set), with the rank inside the brackets for a scheduler of a multi-rank server
 (``[2026-11-30 10:00:00 TP0] ``). Eras (``--sim-log-format``):
 
-``0.4``
-    ``Prefill batch. ...`` / ``Decode batch. ...``; speculative lines carry ``accept len`` only.
-``2025``
-    ``Decode batch, ... accept len: X, accept rate: Y, ... #queue-req: N, `` with the old
-    rate: accepted tokens including the bonus token / (steps x draft tokens).
-``0.5.23``
-    ``Decode batch, ... accept len: X, accept rate: Y, cuda graph: B, gen throughput
-    (token/s): G, #queue-req: N`` (no trailing comma) with the new rate: correct drafts /
-    (steps x (draft tokens - 1)).
+``0.4`` (sglang 0.4.6.post5 wheel, sglang/srt/managers/scheduler.py:1145-1161 and 1201-1225)
+    ``Prefill batch. ... #queue-req: N`` / ``Decode batch. ... [accept len: X, ]cuda graph: B,
+    gen throughput (token/s): G, #queue-req: N``: no trailing comma, ``cuda graph`` with or
+    without speculation, ``accept len`` only.
+``2025`` (sglang 0.5.6 wheel, sglang/srt/managers/scheduler_metrics_mixin.py:139-147 and 270-309)
+    ``Prefill batch, ... #queue-req: N, `` / ``Decode batch, ... accept len: X, accept rate: Y,
+    cuda graph: B, gen throughput (token/s): G, #queue-req: N, `` with the old rate: accepted
+    tokens including the bonus token / (steps x draft tokens).
+``0.5.23`` (sglang 0.5.23 wheel, sglang/srt/managers/scheduler_components/metrics_reporter.py:753-783
+and 963-1043)
+    ``Prefill batch, ... #pending-token: 0, cuda graph: B, input throughput (token/s): I`` (no
+    ``#token:``) / ``Decode batch, ... accept len: X, accept rate: Y, cuda graph: B, gen
+    throughput (token/s): G, #queue-req: N`` (no trailing comma) with the new rate: correct
+    drafts / (steps x (draft tokens - 1)).
 """
 
 from __future__ import annotations
@@ -90,17 +95,20 @@ class LogFormat:
     # -- lines ---------------------------------------------------------------------------------
     def prefill(self, new_seq: int, new_token: int, cached_token: int, num_token: int, token_usage: float,
                 running: int, queue: int, input_throughput: float) -> str:
+        # ``num_token`` is taken for symmetry with ``decode`` but no era writes it in a prefill line.
         if self.era == "0.4":
+            # sglang 0.4.6.post5 wheel, sglang/srt/managers/scheduler.py:1145-1161 (no disaggregation)
             return (
                 "Prefill batch. #new-seq: %d, #new-token: %d, #cached-token: %d, token usage: %.2f, "
-                "#running-req: %d, #queue-req: %d, " % (new_seq, new_token, cached_token, token_usage, running, queue)
+                "#running-req: %d, #queue-req: %d" % (new_seq, new_token, cached_token, token_usage, running, queue)
             )
         if self.era == "2025":
+            # sglang 0.5.6 wheel, sglang/srt/managers/scheduler_metrics_mixin.py:139-147
             return (
                 "Prefill batch, #new-seq: %d, #new-token: %d, #cached-token: %d, token usage: %.2f, "
                 "#running-req: %d, #queue-req: %d, " % (new_seq, new_token, cached_token, token_usage, running, queue)
             )
-        # sglang 0.5.23 wheel, sglang/srt/managers/scheduler_components/metrics_reporter.py:753-782
+        # sglang 0.5.23 wheel, sglang/srt/managers/scheduler_components/metrics_reporter.py:753-783
         # (the usage part from pool_stats_observer.py:104-117: no "#token:" in a prefill line)
         return (
             "Prefill batch, #new-seq: %d, #new-token: %d, #cached-token: %d, token usage: %.2f, "
@@ -112,18 +120,20 @@ class LogFormat:
     def decode(self, running: int, num_token: int, token_usage: float, spec: bool, accept_len: float,
                accept_rate: float, cuda_graph: bool, gen_throughput: float, queue: int) -> str:
         head = "#running-req: %d, #token: %d, token usage: %.2f, " % (running, num_token, token_usage)
-        tail = "gen throughput (token/s): %.2f, #queue-req: %d" % (gen_throughput, queue)
-        graph = "cuda graph: %s, " % cuda_graph
+        tail = "cuda graph: %s, gen throughput (token/s): %.2f, #queue-req: %d" % (cuda_graph, gen_throughput, queue)
         if self.era == "0.4":
-            if not spec:
-                return "Decode batch. " + head + tail + ", "
-            return "Decode batch. " + head + "accept len: %.2f, " % accept_len + graph + tail + ", "
+            # sglang 0.4.6.post5 wheel, sglang/srt/managers/scheduler.py:1201-1225
+            if spec:
+                head += "accept len: %.2f, " % accept_len
+            return "Decode batch. " + head + tail
         body = head
         if spec:
             body += "accept len: %.2f, accept rate: %.2f, " % (accept_len, accept_rate)
         if self.era == "2025":
-            return "Decode batch, " + body + graph + tail + ", "
-        return "Decode batch, " + body + graph + tail
+            # sglang 0.5.6 wheel, sglang/srt/managers/scheduler_metrics_mixin.py:270-309
+            return "Decode batch, " + body + tail + ", "
+        # sglang 0.5.23 wheel, sglang/srt/managers/scheduler_components/metrics_reporter.py:963-1043
+        return "Decode batch, " + body + tail
 
     # -- /generate meta_info keys ----------------------------------------------------------------
     def spec_meta(self, verify_ct: int, completion_tokens: int, correct: int, num_draft_tokens: int, histogram) -> dict:

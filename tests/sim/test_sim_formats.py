@@ -20,15 +20,23 @@ def test_decode_line_of_each_era(era, spec):
             assert not decode_re(other, spec).match(line), (other, line)
 
 
-def test_sglang_md_examples_are_reproduced_exactly():
+def test_lines_match_the_releases_f_strings_exactly():
+    # sglang 0.4.6.post5 wheel, sglang/srt/managers/scheduler.py:1201-1225: "cuda graph" with or
+    # without speculation, no trailing comma
     assert LogFormat("0.4").decode(1, 234, 0.0, False, 0, 0, True, 82.10, 0) == (
-        "Decode batch. #running-req: 1, #token: 234, token usage: 0.00, gen throughput (token/s): 82.10, #queue-req: 0, ")
+        "Decode batch. #running-req: 1, #token: 234, token usage: 0.00, cuda graph: True, "
+        "gen throughput (token/s): 82.10, #queue-req: 0")
     assert LogFormat("0.4").decode(1, 290, 0.0, True, 1.45, 0, True, 41.20, 0) == (
         "Decode batch. #running-req: 1, #token: 290, token usage: 0.00, accept len: 1.45, cuda graph: True, "
-        "gen throughput (token/s): 41.20, #queue-req: 0, ")
-    assert LogFormat("0.5.23").prefill(1, 31, 0, 31, 0.0, 0, 0, 10.0).startswith(
+        "gen throughput (token/s): 41.20, #queue-req: 0")
+    # same wheel, scheduler.py:1145-1161
+    assert LogFormat("0.4").prefill(1, 31, 0, 31, 0.0, 0, 0, 10.0) == (
+        "Prefill batch. #new-seq: 1, #new-token: 31, #cached-token: 0, token usage: 0.00, "
+        "#running-req: 0, #queue-req: 0")
+    # sglang 0.5.23 wheel, sglang/srt/managers/scheduler_components/metrics_reporter.py:753-783: no "#token:"
+    assert LogFormat("0.5.23").prefill(1, 31, 0, 31, 0.0, 0, 0, 10.0) == (
         "Prefill batch, #new-seq: 1, #new-token: 31, #cached-token: 0, token usage: 0.00, "
-        "#running-req: 0, #queue-req: 0, #pending-token: 0, ")
+        "#running-req: 0, #queue-req: 0, #pending-token: 0, cuda graph: False, input throughput (token/s): 10.00")
 
 
 @pytest.mark.parametrize("era", ["0.4", "2025", "0.5.23"])

@@ -1,0 +1,164 @@
+"""SGLang's resolution of the speculative server args, release by release.
+
+What the server does with ``--speculative-*`` before it starts, as the release's code does it:
+
+``0.5.23``: sglang 0.5.23 wheel, sglang/srt/arg_groups/speculative_hook.py
+    the name is upper-cased (136-143) and NEXTN becomes EAGLE (109-116; an unknown name is
+    refused by ``SpeculativeAlgorithm.from_string``, sglang/srt/speculative/spec_info.py:50-65);
+    a draft path gets revision ``main`` (123-131). EAGLE, EAGLE3 and STANDALONE
+    (``_handle_eagle_family``, 1072-1283): at most 48 running requests unless set (1086-1093);
+    the MTP architectures use the target as their draft (1120-1156); without
+    ``--speculative-num-steps`` the triple comes from ``_auto_choose_speculative_params``
+    (1430-1461: STANDALONE (3, 1, 4); Llama and Grok (5, 4, 8); the others (3, 1, 4)); top-k 1
+    forces ``num_draft_tokens = num_steps + 1`` (1256-1267). NGRAM (``_handle_ngram``,
+    1285-1371): 48 running requests, top-k = ``--speculative-ngram-max-bfs-breadth``, 12 draft
+    tokens unless set, ``num_steps = num_draft_tokens // topk`` (so 8 // 10 = 0).
+``2025`` (0.5.6): sglang 0.5.6 wheel, sglang/srt/server_args.py:1661-1790 and 4525-4553
+    no upper-casing (the flag's choices are upper case); NEXTN becomes EAGLE; the same EAGLE
+    rules with a shorter MTP list and other auto triples (Llama, Grok and the others (5, 4, 8);
+    DeepSeek, GPT-OSS, Bailing and STANDALONE (3, 1, 4)); NGRAM takes
+    ``--speculative-ngram-max-match-window-size`` draft tokens unless set and leaves
+    ``num_steps`` unset.
+``0.4`` (0.4.6.post5): sglang 0.4.6.post5 wheel, sglang/srt/server_args.py:377-431 and 1588-1604
+    NEXTN becomes EAGLE; EAGLE and EAGLE3 only; 48 running requests; DeepseekV3 uses the target
+    as its draft; every architecture's auto triple is (5, 4, 8); ``page_size > 1`` forces top-k 1.
+
+DFLASH, DSPARK and UNO have handlers of their own in 0.5.23; the simulator drafts for them as for
+EAGLE and resolves them by the EAGLE rules. A drafter algorithm without a draft model (where the
+architecture does not supply one) is refused here with one sentence; SGLang fails later, loading it.
+"""
+
+from __future__ import annotations
+
+import argparse
+from dataclasses import dataclass, field
+from typing import List, Optional, Tuple
+
+MAX_RUNNING_WARNING = ("Max running requests is reset to 48 for speculative decoding. "
+                       "You can override this by explicitly setting --max-running-requests.")
+TOPK1_WARNING = ("speculative_num_draft_tokens is adjusted to speculative_num_steps + 1 "
+                 "when speculative_eagle_topk == 1")
+NGRAM_TOKENS_WARNING = ("speculative_num_draft_tokens is set to 12 by default for ngram speculative decoding. "
+                        "You can override this by explicitly setting --speculative-num-draft-tokens.")
+
+# Architectures whose checkpoint carries its own MTP draft layers.
+MTP_ARCHS = {
+    "0.5.23": ("DeepseekV32ForCausalLM", "DeepseekV3ForCausalLM", "DeepseekV4ForCausalLM", "Glm4MoeForCausalLM",
+               "Glm4MoeLiteForCausalLM", "GlmMoeDsaForCausalLM", "BailingMoeForCausalLM", "BailingMoeV2ForCausalLM",
+               "BailingMoeV2_5ForCausalLM", "MistralLarge3ForCausalLM", "PixtralForConditionalGeneration",
+               "HYV3ForCausalLM", "HYV4ForCausalLM", "Qwen4ExpForConditionalGeneration"),
+    "2025": ("DeepseekV32ForCausalLM", "DeepseekV3ForCausalLM", "Glm4MoeForCausalLM", "BailingMoeForCausalLM",
+             "BailingMoeV2ForCausalLM"),
+    "0.4": ("DeepseekV3ForCausalLM",),
+}
+EAGLE_HANDLED = {
+    "0.5.23": ("EAGLE", "EAGLE3", "STANDALONE", "DFLASH", "DSPARK", "UNO"),
+    "2025": ("EAGLE", "EAGLE3", "STANDALONE"),
+    "0.4": ("EAGLE", "EAGLE3"),
+}
+KNOWN = ("EAGLE", "EAGLE3", "NEXTN", "STANDALONE", "NGRAM", "DFLASH", "DSPARK", "UNO")
+
+
+class SpeculativeArgsError(Exception):
+    """Speculative flags the release refuses."""
+
+
+@dataclass
+class ResolvedSpeculative:
+    algorithm: Optional[str] = None  # None: no speculation
+    draft_model_path: Optional[str] = None
+    draft_model_revision: Optional[str] = None
+    num_steps: Optional[int] = None
+    eagle_topk: Optional[int] = None
+    num_draft_tokens: Optional[int] = None
+    max_running_requests: Optional[int] = None
+    warnings: List[str] = field(default_factory=list)
+
+
+def auto_params(era: str, algorithm: str, arch: str) -> Tuple[int, int, int]:
+    """``auto_choose_speculative_params`` of the release: (num_steps, eagle_topk, num_draft_tokens)."""
+    if era == "0.4":
+        return (5, 4, 8)
+    if algorithm == "STANDALONE":
+        return (3, 1, 4)
+    if arch in ("LlamaForCausalLM", "Grok1ForCausalLM", "Grok1VForCausalLM"):
+        return (5, 4, 8)
+    if era == "2025":
+        chained = ("DeepseekV32ForCausalLM", "DeepseekV3ForCausalLM", "DeepseekV2ForCausalLM", "GptOssForCausalLM",
+                   "BailingMoeForCausalLM", "BailingMoeV2ForCausalLM")
+        return (3, 1, 4) if arch in chained else (5, 4, 8)
+    return (3, 1, 4)
+
+
+def resolve_speculative(ns: argparse.Namespace, era: str, arch: str) -> ResolvedSpeculative:
+    out = ResolvedSpeculative(
+        draft_model_path=ns.speculative_draft_model_path,
+        draft_model_revision=getattr(ns, "speculative_draft_model_revision", None),
+        num_steps=ns.speculative_num_steps, eagle_topk=ns.speculative_eagle_topk,
+        num_draft_tokens=ns.speculative_num_draft_tokens, max_running_requests=ns.max_running_requests,
+    )
+    name = ns.speculative_algorithm
+    if name is None:
+        return out
+    if era == "0.5.23":
+        name = name.upper()
+        if name not in KNOWN:
+            raise SpeculativeArgsError("Unknown speculative algorithm name: %s" % ns.speculative_algorithm)
+        if out.draft_model_path is not None and out.draft_model_revision is None:
+            out.draft_model_revision = "main"
+    elif era == "2025" and out.draft_model_path is not None and out.draft_model_revision is None:
+        out.draft_model_revision = "main"
+    if name == "NEXTN":
+        name = "EAGLE"
+    out.algorithm = name
+    if name in EAGLE_HANDLED[era]:
+        _eagle_family(ns, era, arch, out)
+    elif name == "NGRAM":
+        _ngram(ns, era, out)
+    return out
+
+
+def _eagle_family(ns: argparse.Namespace, era: str, arch: str, out: ResolvedSpeculative) -> None:
+    if out.max_running_requests is None:
+        out.max_running_requests = 48
+        if era != "0.4":
+            out.warnings.append(MAX_RUNNING_WARNING)
+    if arch in MTP_ARCHS[era] and out.draft_model_path is None:
+        out.draft_model_path = ns.model_path
+        if era != "0.4":
+            out.draft_model_revision = getattr(ns, "revision", None)
+    if out.algorithm in ("EAGLE", "EAGLE3", "STANDALONE") and not out.draft_model_path:
+        raise SpeculativeArgsError("speculative_draft_model_path is required for %s speculative decoding: "
+                                   "pass --speculative-draft-model-path." % out.algorithm)
+    if out.num_steps is None:
+        if out.eagle_topk is not None or out.num_draft_tokens is not None:
+            # SGLang asserts here; the same condition, said in a sentence.
+            raise SpeculativeArgsError("Please set --speculative-num-steps together with --speculative-eagle-topk and "
+                                       "--speculative-num-draft-tokens (or none of them).")
+        out.num_steps, out.eagle_topk, out.num_draft_tokens = auto_params(era, out.algorithm, arch)
+    if out.eagle_topk is None:
+        out.eagle_topk = 1  # SGLang leaves it unset (and fails on it later); the simulator drafts a chain
+    if era == "0.4" and getattr(ns, "page_size", 1) and ns.page_size > 1 and out.eagle_topk > 1:
+        out.eagle_topk = 1
+        out.warnings.append("speculative_eagle_topk is adjusted to 1 when page_size > 1")
+    if out.eagle_topk == 1 and out.num_draft_tokens != out.num_steps + 1:
+        out.warnings.append(TOPK1_WARNING)
+        out.num_draft_tokens = out.num_steps + 1
+    if out.num_draft_tokens is None:
+        out.num_draft_tokens = min(out.num_steps * out.eagle_topk, 64) + 1  # unset with top-k > 1: the simulator's choice
+
+
+def _ngram(ns: argparse.Namespace, era: str, out: ResolvedSpeculative) -> None:
+    if out.max_running_requests is None:
+        out.max_running_requests = 48
+        out.warnings.append(MAX_RUNNING_WARNING)
+    out.eagle_topk = ns.speculative_ngram_max_bfs_breadth
+    if era == "2025":
+        if out.num_draft_tokens is None:
+            out.num_draft_tokens = ns.speculative_ngram_max_match_window_size
+        return
+    if out.num_draft_tokens is None:
+        out.num_draft_tokens = 12
+        out.warnings.append(NGRAM_TOKENS_WARNING)
+    if out.num_steps is None:
+        out.num_steps = out.num_draft_tokens // out.eagle_topk
