@@ -52,7 +52,8 @@ HTTP_TIMEOUT_S = 10.0
 def write_json(path, obj):
     """Write ``obj`` to ``path`` atomically (readers never see half a file)."""
     tmp = "%s.tmp.%d" % (path, os.getpid())
-    with open(tmp, "w") as fh:
+    # 0600: a run's spec and status carry the server's argv, which may hold --api-key's value
+    with os.fdopen(os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600), "w") as fh:
         json.dump(obj, fh, separators=(",", ":"))
     os.replace(tmp, path)
 

@@ -13,7 +13,12 @@ arrives, and survives the two ways a log is cut:
 
 Memory stays bounded on a huge backlog: ``tail_bytes`` starts near the end instead of at
 the beginning, each call reads at most ``max_read_bytes``, and a line longer than
-``max_line_bytes`` is cut there.
+``max_line_bytes`` (64 KiB) is cut there, marked by a ``(index, "cut")`` entry in
+``events``, and the rest of it is skipped up to its end: following goes on with the next
+line, however long the cut one is.
+
+:func:`read_lines_at` serves the stateless ``server.logs`` reads (an offset in, whole lines
+and the next offset out) under the same cap.
 
 ``\\r`` counts as a line end too (``split_cr``), so each tqdm update of a progress bar
 (written as ``\\r<bar>`` on one physical line) is a line of its own.
@@ -30,9 +35,76 @@ from typing import Any, Callable, Dict, List, Optional
 
 from .logparse import LogFeeder, parse_progress
 
-__all__ = ["LogFollower", "LogStream"]
+__all__ = ["LogFollower", "LogStream", "read_lines_at", "CUT_MARK", "LINE_CAP_BYTES"]
 
 _HEAD_BYTES = 64
+# A log line longer than this is cut: SGLang's longest lines (the ``server_args=ServerArgs(...)``
+# dump at start-up) are a few KiB; anything past this is not a line a person or a parser reads.
+LINE_CAP_BYTES = 64 * 1024
+# Appended to a cut line, so that a reader sees it was cut.
+CUT_MARK = " [... line cut at %d KiB]"
+
+
+def cut_line(raw: bytes, limit: int, encoding: str = "utf-8") -> str:
+    """The first ``limit`` bytes of a too-long line, decoded, with ``CUT_MARK``."""
+    return raw[:limit].decode(encoding, "replace") + CUT_MARK % max(1, limit // 1024)
+
+
+def _first_line_end(data: bytes, split_cr: bool) -> int:
+    i = data.find(b"\n")
+    if split_cr:
+        j = data.find(b"\r")
+        if j >= 0 and (i < 0 or j < i):
+            i = j
+    return i
+
+
+def read_lines_at(fh: Any, offset: int, max_bytes: int = 1 << 20,
+                  max_line_bytes: int = LINE_CAP_BYTES) -> "tuple[List[str], int]":
+    """Whole lines of the open binary file ``fh`` from ``offset``, and the offset after them.
+
+    Lines end at ``\\n``; an unfinished line longer than ``max_line_bytes`` also ends at its last
+    ``\\r`` (a progress bar redrawn in place). Reads at most ``max_bytes`` per call. A line longer
+    than ``max_line_bytes`` comes back cut (with ``CUT_MARK``) and the offset returned may lie
+    inside it, past the cap; a later call from such an offset (no line end in the
+    ``max_line_bytes`` before it) skips the rest of that line, so the offset always moves on.
+    """
+    cap = int(max_line_bytes)
+    max_bytes = max(int(max_bytes), cap + 1)
+    before = b""
+    if offset > 0:
+        start = max(0, offset - cap - 1)
+        fh.seek(start)
+        before = fh.read(offset - start)
+    fh.seek(offset)
+    data = fh.read(max_bytes)
+    if len(before) > cap and _first_line_end(before, True) < 0:  # inside a cut line: skip to its end
+        i = _first_line_end(data, True)
+        if i < 0:
+            return [], offset + len(data)
+        i += 2 if data[i:i + 2] == b"\r\n" else 1
+        offset += i
+        data = data[i:]
+    elif before.endswith(b"\r") and data.startswith(b"\n"):  # the rest of a "\r\n"
+        offset += 1
+        data = data[1:]
+    cut = data.rfind(b"\n") + 1
+    done, rest = data[:cut], data[cut:]
+    after = offset + cut
+    pieces = []
+    if len(rest) > cap:
+        j = rest.rfind(b"\r") + 1
+        done, rest, after = data[:cut + j], rest[j:], after + j
+        if len(rest) > cap:  # an unfinished line already past the cap: give it cut, move on
+            pieces.append(rest)
+            after = offset + len(data)
+    lines: List[str] = []
+    for raw in done.splitlines() + pieces:
+        if len(raw) > cap:
+            lines.append(cut_line(raw, cap))
+        else:
+            lines.extend(raw.decode("utf-8", "replace").splitlines() or [""])
+    return lines, after
 
 
 class LogFollower:
@@ -41,7 +113,7 @@ class LogFollower:
     ``tail_bytes=None`` reads the existing file from its start; ``tail_bytes=N`` starts at
     the last ``N`` bytes (dropping the partial line there); ``tail_bytes=0`` starts at the
     end. A file that does not exist yet is waited for, and read from its start when it
-    appears. Counters ``rotations`` and ``truncations`` tell what happened.
+    appears. Counters ``rotations``, ``truncations`` and ``cut_lines`` tell what happened.
     """
 
     def __init__(
@@ -49,7 +121,7 @@ class LogFollower:
         path: str,
         tail_bytes: Optional[int] = None,
         max_read_bytes: int = 4 << 20,
-        max_line_bytes: int = 1 << 20,
+        max_line_bytes: int = LINE_CAP_BYTES,
         encoding: str = "utf-8",
         split_cr: bool = True,
     ) -> None:
@@ -61,6 +133,8 @@ class LogFollower:
         self.split_cr = split_cr
         self.rotations = 0
         self.truncations = 0
+        self.cut_lines = 0
+        self._dropping = False  # inside a line already cut: skip up to its end
         self._fh: Optional[Any] = None
         self._id: Optional[tuple] = None
         self._pos = 0
@@ -69,7 +143,9 @@ class LogFollower:
         self._skip_first = False
         self._last_cr = False
         self._first_check = True
-        self.events: List[tuple] = []  # (index in the last read_new() result, "rotated" | "truncated")
+        # (index in the last read_new() result, "rotated" | "truncated" | "cut"); a "cut" line
+        # is the first max_line_bytes of a longer one
+        self.events: List[tuple] = []
 
     # -- public -------------------------------------------------------------------
 
@@ -118,6 +194,7 @@ class LogFollower:
         self._partial = b""
         self._last_cr = False
         self._skip_first = False
+        self._dropping = False
         self._pos = 0
         self._head = self._read_head()
         if not from_start and self.tail_bytes is not None and st.st_size > self.tail_bytes:
@@ -170,6 +247,7 @@ class LogFollower:
             self._partial = b""
             self._last_cr = False
             self._skip_first = False
+            self._dropping = False
             self._head = self._read_head()
         elif len(self._head) < _HEAD_BYTES and size > len(self._head):
             self._head = self._read_head()
@@ -192,6 +270,10 @@ class LogFollower:
         if self._last_cr and chunk[:1] == b"\n":
             chunk = chunk[1:]  # the "\n" of a "\r\n" split across reads
         self._last_cr = False
+        if self._dropping:
+            chunk = self._drop_rest_of_cut_line(chunk)
+            if not chunk:
+                return
         data = self._partial + chunk if self._partial else chunk
         if self.split_cr:
             pieces = data.splitlines()
@@ -212,13 +294,38 @@ class LogFollower:
             self._skip_first = False
         decode = self._decode
         limit = self.max_line_bytes
-        out.extend(decode(p) if len(p) <= limit else decode(p[:limit]) for p in pieces)
-        if len(self._partial) > self.max_line_bytes:
+        for p in pieces:
+            if len(p) <= limit:
+                out.append(decode(p))
+            else:
+                self._cut(p, out)
+        if len(self._partial) > limit:
             if self._skip_first:
                 self._skip_first = False
             else:
-                out.append(decode(self._partial[: self.max_line_bytes]))
+                self._cut(self._partial, out)
             self._partial = b""
+            self._dropping = True
+
+    def _cut(self, raw: bytes, out: List[str]) -> None:
+        self.cut_lines += 1
+        self.events.append((len(out), "cut"))
+        out.append(self._decode(raw[: self.max_line_bytes]))
+
+    def _drop_rest_of_cut_line(self, chunk: bytes) -> bytes:
+        """What follows the end of the line being skipped (b"" while it goes on)."""
+        i = _first_line_end(chunk, self.split_cr)
+        if i < 0:
+            return b""
+        self._dropping = False
+        end = chunk[i:i + 1]
+        chunk = chunk[i + 1:]
+        if end == b"\r" and self.split_cr:
+            if chunk[:1] == b"\n":
+                chunk = chunk[1:]
+            elif not chunk:
+                self._last_cr = True
+        return chunk
 
 
 class LogStream:
@@ -265,6 +372,8 @@ class LogStream:
             self._last_data = now
             start = 0
             for at, reason in follower.events:
+                if reason == "cut":
+                    continue
                 self._feed(lines[start:at], out)
                 out.extend(self.feeder.flush())
                 self._last_progress = None

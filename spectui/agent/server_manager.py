@@ -9,6 +9,14 @@ A stop, and so a switch, refuses to stop a server that a live benchmark run meas
 started by any agent on this host, found from the run folders by the bench methods), with the
 ``server_benchmarked`` error naming the run, unless ``stop_benchmark`` is set: the run is then
 cancelled (it ends ``interrupted``, saying why) before the server is stopped.
+
+spectui signals only process groups it identifies as servers it started, by pid and start time
+(``server_process.server_group``): a record whose pid now names another program is never
+signalled, whichever path (stop, switch, a stop of all servers) reads it. A stop never fails for a
+full disk: the kill goes ahead, and the result says in one sentence that the record could not be
+saved. Agents on one host share the records folder; each agent's monitor re-reads it, so a server
+another agent started is watched here too (``server`` events), and one another agent stopped is
+seen as stopped, not crashed: a watch never writes over a record that another agent is stopping.
 """
 
 from __future__ import annotations
@@ -18,25 +26,30 @@ import os
 import threading
 import time
 
+from .logfollow import read_lines_at
 from .protocol import AgentError
 from .server_process import (
+    OURS,
     LaunchError,
-    alive,
-    cmdline,
+    expand_argv,
     expand_env,
-    group_pids,
     port_in_use,
     proc_stat,
+    remember_members,
+    same_process,
+    server_group,
     spawn,
     terminate_group,
 )
-from .server_records import FINAL_STATES, LIVE_STATES, RecordStore
-from .server_watch import ServerWatch
+from .server_records import FINAL_STATES, LIVE_STATES, BadName, RecordStore, check_name
+from .server_watch import SETTLE_TAIL_BYTES, ServerWatch
 
 SERVER_BENCHMARKED = "server_benchmarked"
 DEFAULT_GRACE_S = 20.0
 RELEASE_TIMEOUT_S = 60.0
 READY_TIMEOUT_S = 1800.0
+SCAN_EVERY_S = 1.0
+SERVING_STATES = ("starting", "loading", "ready", "unresponsive")
 VIEW_KEYS = ("name", "state", "pid", "pgid", "host", "port", "gpus", "profile_hash", "argv", "env_keys",
              "started_at", "ready_at", "ended_at", "progress", "reason", "exit_status", "log_path", "profile",
              "stop", "load_s")
@@ -61,6 +74,8 @@ class ServerManager(object):
         self._monitor = None
         self._stop = threading.Event()
         self._adopted = False
+        self._stopping = set()  # names this agent is stopping now
+        self._mtimes = {}  # name -> record file mtime, as the monitor last read it
         self.benchmarks = None  # the bench methods' BenchHost, which sets itself here: live runs per server
 
     # --- benchmarks measuring a server ------------------------------------------------------
@@ -80,43 +95,72 @@ class ServerManager(object):
     def _emit(self, record):
         self.channel.event("server", view(record))
 
+    def _name(self, params):
+        try:
+            return check_name(params.get("name"))
+        except BadName as exc:
+            raise AgentError("bad_name", str(exc))
+
+    def _save(self, record):
+        """Write ``record``; a write error (a full disk) comes back as one sentence, never raised."""
+        try:
+            self.store.write(record)
+            return None
+        except OSError as exc:
+            return "the record of %s could not be saved in %s (%s); free space there" % (
+                record["name"], self.store.dir, exc.strerror or exc)
+
     def adopt(self):
-        """Find recorded servers; re-adopt the live ones and settle the stale ones."""
+        """Find recorded servers; re-adopt the live ones, settle the ones that ended unwatched, and prune
+        the records of servers long ended."""
         with self.store.lock():
-            for r in self.store.read_all():
-                name = r["name"]
-                if name in self.watches:
-                    continue
-                if r.get("state") in FINAL_STATES:
-                    continue
-                pid = r.get("pid")
-                st = proc_stat(pid) if pid else None
-                living = st is not None and st[0] not in ("Z", "X")
-                # Same process: the start time (set at fork, unlike the command line, which a
-                # just-started child shows as its parent's until it execs) or, without it, argv.
-                if r.get("start_ticks") is not None:
-                    same = living and st[3] == r["start_ticks"]
-                else:
-                    same = living and cmdline(pid) == r.get("argv")
-                if same:
-                    w = ServerWatch(r, self.store.log_path(name))
-                    if r.get("state") == "stopping":
-                        r["state"] = "ready" if r.get("ready_at") else "loading"
-                    self.watches[name] = w
-                    w.poll()
-                    self.store.write(r)
-                elif living:
-                    # The pid now belongs to another program: the record is stale.
-                    self.store.remove(name)
-                else:
-                    was = r.get("state")
-                    r["state"] = "crashed" if was in ("ready", "unresponsive") else (
-                        "stopped" if was == "stopping" else "failed")
-                    r["reason"] = r.get("reason") or "the server exited while no console was watching"
-                    r["ended_at"] = r.get("ended_at") or time.time()
-                    self.store.write(r)
+            records = self.store.read_all()
+            for r in records:
+                self._adopt_one(r, emit=self._adopted)
+            self.store.prune(records, lambda r: server_group(r)[0] == OURS)
             self._adopted = True
         self._ensure_monitor()
+
+    def _adopt_one(self, r, emit):
+        """Watch ``r``'s server if it still runs, or settle its record if it ended while unwatched.
+        Called with the records lock held."""
+        name = r["name"]
+        with self._lock:
+            if name in self.watches or r.get("state") in FINAL_STATES:
+                return
+            if same_process(r):
+                if r.get("state") == "stopping":  # its stopper died mid-stop (stops hold the lock)
+                    r["state"] = "ready" if r.get("ready_at") else "loading"
+                w = ServerWatch(r, self.store.log_path(name))
+                self.watches[name] = w
+                w.poll()
+            else:  # exited, or its pid now names another program
+                w = ServerWatch(r, self.store.log_path(name), tail_bytes=SETTLE_TAIL_BYTES)
+                w.settle_unwatched()
+                w.close()
+            self._save(r)
+        if emit:
+            self._emit(r)
+
+    def _scan(self):
+        """The monitor's look at the records folder: watch the servers another agent started, settle
+        the ones that ended unwatched. Skipped while a start or stop holds the lock."""
+        with self.store.attempt() as held:
+            if not held:
+                return
+            for name in self.store.names():
+                if name in self.watches:
+                    continue
+                try:
+                    mtime = os.stat(self.store.path(name)).st_mtime_ns
+                except OSError:
+                    continue
+                if self._mtimes.get(name) == mtime:
+                    continue
+                self._mtimes[name] = mtime
+                r = self.store.read(name)
+                if r is not None and r.get("name") == name:
+                    self._adopt_one(r, emit=True)
 
     def _ensure_monitor(self):
         if self._monitor is None:
@@ -125,8 +169,15 @@ class ServerManager(object):
             self._monitor.start()
 
     def _monitor_loop(self):
+        scanned = 0.0
         while not self._stop.wait(0.25):
             self.poll_all()
+            if time.monotonic() - scanned >= SCAN_EVERY_S:
+                scanned = time.monotonic()
+                try:
+                    self._scan()
+                except Exception:  # an unreadable folder must not end the watching of the others
+                    pass
 
     def poll_all(self):
         """One step of every watch (the monitor's tick; ``list`` runs one too, to be current)."""
@@ -140,11 +191,29 @@ class ServerManager(object):
                 if changed and w.record["state"] in ("crashed", "failed"):
                     self._stopped_elsewhere(w.record)
                 if changed:
-                    self.store.write(w.record)
+                    w.unsaved = True
                     self._emit(w.record)
-                if w.record["state"] in FINAL_STATES and self.watches.get(w.record["name"]) is w:
+                if w.unsaved:
+                    self._persist(w)
+                if (w.record["state"] in FINAL_STATES and not w.unsaved
+                        and self.watches.get(w.record["name"]) is w):
                     del self.watches[w.record["name"]]
                     w.close()
+
+    def _persist(self, w):
+        """Save a watch's record, unless another agent is stopping that server (its record stands then).
+        Deferred to a later tick while a start or stop holds the lock."""
+        with self.store.attempt() as held:
+            if not held:
+                return
+            r = w.record
+            stored = self.store.read(r["name"])
+            by_other = (r["name"] not in self._stopping and stored is not None
+                        and stored.get("pid") == r.get("pid") and stored.get("start_ticks") == r.get("start_ticks")
+                        and stored.get("state") in ("stopping", "stopped"))
+            if not (by_other and r["state"] not in FINAL_STATES):
+                self._save(r)
+            w.unsaved = False
 
     def _stopped_elsewhere(self, record):
         """A server this agent saw die that another agent was stopping (or stopped): ``stopped``, not a crash."""
@@ -180,10 +249,12 @@ class ServerManager(object):
 
     # --- GPUs --------------------------------------------------------------------------
     def _managed_pids(self):
+        """Processes of the servers spectui started (groups it confirms as its own, see server_group)."""
         pids = set()
         for r in self.store.read_all():
-            if r.get("pgid"):
-                pids.update(group_pids(r["pgid"]))
+            verdict, members, _ = server_group(r)
+            if verdict == OURS:
+                pids.update(members)
         return pids
 
     def _gpu_processes(self, indices):
@@ -232,7 +303,7 @@ class ServerManager(object):
 
     # --- start ---------------------------------------------------------------------------
     def start(self, params):
-        name = params["name"]
+        name = self._name(params)
         argv = [str(a) for a in params["argv"]]
         host = params.get("host") or "127.0.0.1"
         port = int(params["port"])
@@ -242,7 +313,7 @@ class ServerManager(object):
         with self.store.lock():
             self.adopt()  # another agent may have started or stopped something
             current = self._current(name)
-            if current is not None and current.get("state") in LIVE_STATES and alive(current["pid"]):
+            if current is not None and current.get("state") in LIVE_STATES and same_process(current):
                 if current.get("profile_hash") == params.get("profile_hash"):
                     return dict(view(current), already_running=True)
                 raise AgentError("busy", "%s is already running (pid %d) with other settings; stop it first"
@@ -267,6 +338,7 @@ class ServerManager(object):
                                  "stop them, or use --force" % desc)
             try:
                 env = expand_env(params.get("env") or {})
+                argv = expand_argv(argv)
             except LaunchError as exc:
                 raise AgentError("env", str(exc))
             if self.simulated:
@@ -277,7 +349,7 @@ class ServerManager(object):
             except LaunchError as exc:
                 raise AgentError("launch", str(exc))
             st = proc_stat(popen.pid)
-            record = {
+            record = {"members": [[popen.pid, st[3]]] if st else [],
                 "name": name, "state": "starting", "pid": popen.pid, "pgid": popen.pid,
                 "start_ticks": st[3] if st else None, "host": host, "port": port, "gpus": gpus,
                 "profile_hash": params.get("profile_hash"), "profile": params.get("profile"),
@@ -286,8 +358,11 @@ class ServerManager(object):
                 "reason": None, "log_path": log_path, "unresponsive_after_s": float(
                     params.get("unresponsive_after_s") or 20.0),
             }
-            self.store.write(record)
-            with self._lock:
+            with self._lock:  # written and watched at once: the monitor's scan never sees one without the other
+                problem = self._save(record)
+                if problem is not None:  # unrecorded, no later agent could find it: do not leave it running
+                    terminate_group(popen.pid, 5.0, reap=popen.poll)
+                    raise AgentError("disk", "%s was not started: %s" % (name, problem))
                 self.watches[name] = ServerWatch(record, log_path, popen=popen)
         self._emit(record)
         self._ensure_monitor()
@@ -295,7 +370,7 @@ class ServerManager(object):
 
     def wait(self, params):
         """Block until the server reaches one of ``states`` (default: ready or an ending)."""
-        name = params["name"]
+        name = self._name(params)
         states = params.get("states") or ["ready", "failed", "crashed", "stopped", "unresponsive"]
         deadline = time.monotonic() + float(params.get("timeout_s") or READY_TIMEOUT_S)
         while True:
@@ -312,50 +387,90 @@ class ServerManager(object):
     def stop(self, params, on_stage=None, switching_to=None):
         """Stop a server; ``on_stage(label)`` hears when the wait for GPU memory begins. A server that a live
         benchmark run measures is refused (``server_benchmarked``) unless ``stop_benchmark``: then the run is
-        cancelled first. ``switching_to``: the switch this stop is part of (for the sentences)."""
-        name = params["name"]
+        cancelled first. ``switching_to``: the switch this stop is part of (for the sentences).
+
+        Only a process group confirmed as the server's (``server_group``) is signalled; otherwise the answer
+        is ``already_stopped`` with ``not_signalled``, one sentence saying why. A record that cannot be
+        written (a full disk) does not stop the stop: ``record_error`` says so."""
+        name = self._name(params)
         grace = float(params.get("grace_s") or DEFAULT_GRACE_S)
         if not self._adopted:
             self.adopt()
         with self.store.lock():
-            with self._lock:
-                w = self.watches.get(name)
-            r = w.record if w is not None else self.store.read(name)
-            if r is None:
-                raise AgentError("unknown_server", "no server named %s on this host" % name)
-            pgid = r.get("pgid")
-            pids = set(group_pids(pgid)) if pgid else set()
-            if r.get("pid"):
-                pids.add(r["pid"])
-            if not group_pids(pgid or -1) and r.get("state") in FINAL_STATES:
-                return dict(view(r), already_stopped=True)
-            with self._bench_lock():  # no run starts on it between the check and "stopping"
-                live = self._measured_by(r)
-                if not params.get("stop_benchmark"):
-                    self._refuse_if_measured(r, live, switching_to)
-                prior = r.get("state")
-                r["state"] = "stopping"
-                self.store.write(r)
-            self._emit(r)
-            cancelled = self._cancel_runs(name, live, switching_to)
-            exit_s, killed, left = terminate_group(pgid, grace, reap=w.reap if w is not None else None)
-            if left:
-                raise AgentError("stop_failed", "processes %s of %s are still alive after SIGKILL"
-                                 % (", ".join(map(str, left)), name))
-            if on_stage is not None:
-                on_stage("waiting for GPU memory")
-            released, release_s, how = self.wait_gpu_release(pids, r.get("gpus"))
-            r["state"] = "stopped" if prior not in ("failed", "crashed") else prior
-            r["ended_at"] = r.get("ended_at") or time.time()
-            r["stop"] = {"exit_s": round(exit_s, 3), "killed": killed, "gpu_released": released,
-                         "release_s": round(release_s, 3), "release_check": how, "pids": sorted(pids)}
-            self.store.write(r)
-            with self._lock:
-                if w is not None and self.watches.get(name) is w:
-                    self.watches.pop(name, None)
-                    w.close()
+            self._stopping.add(name)
+            try:
+                return self._stop_locked(name, grace, params, on_stage, switching_to)
+            finally:
+                self._stopping.discard(name)
+
+    def _stop_locked(self, name, grace, params, on_stage, switching_to):
+        with self._lock:
+            w = self.watches.get(name)
+        r = w.record if w is not None else self.store.read(name)
+        if r is None:
+            raise AgentError("unknown_server", "no server named %s on this host" % name)
+        verdict, members, why = server_group(r)
+        if verdict != OURS and (why is not None or r.get("state") in FINAL_STATES):
+            out = dict(view(r), already_stopped=True)
+            if why is not None:
+                out["not_signalled"] = why
+            if r.get("state") not in FINAL_STATES:  # it ended unwatched; its pid is someone else's now
+                r["state"], r["reason"], r["ended_at"] = "stopped", why, r.get("ended_at") or time.time()
+                problem = self._save(r)
+                out = dict(out, **view(r))
+                if problem:
+                    out["record_error"] = problem
+            self._forget(name, w)
+            return out
+        pgid = r.get("pgid") or r["pid"]
+        if verdict == OURS:
+            remember_members(r, members)
+        pids = set(members)
+        pids.add(r["pid"])
+        problems = []
+        with self._bench_lock():  # no run starts on it between the check and "stopping"
+            live = self._measured_by(r)
+            if not params.get("stop_benchmark"):
+                self._refuse_if_measured(r, live, switching_to)
+            prior = r.get("state")
+            r["state"] = "stopping"
+            problems.append(self._save(r))
         self._emit(r)
-        return dict(view(r), benchmarks_cancelled=cancelled) if cancelled else view(r)
+        cancelled = self._cancel_runs(name, live, switching_to)
+
+        def confirm():  # asked before each signal: still the server's group? (keeps its members current)
+            v, now_members, _ = server_group(r)
+            if v == OURS:
+                remember_members(r, now_members)
+            return v == OURS
+
+        exit_s, killed, left = terminate_group(pgid, grace, reap=w.reap if w is not None else None, confirm=confirm)
+        if left:
+            raise AgentError("stop_failed", "processes %s of %s are still alive after SIGKILL"
+                             % (", ".join(map(str, left)), name))
+        if on_stage is not None:
+            on_stage("waiting for GPU memory")
+        released, release_s, how = self.wait_gpu_release(pids, r.get("gpus"))
+        r["state"] = "stopped" if prior not in ("failed", "crashed") else prior
+        r["ended_at"] = r.get("ended_at") or time.time()
+        r["stop"] = {"exit_s": round(exit_s, 3), "killed": killed, "gpu_released": released,
+                     "release_s": round(release_s, 3), "release_check": how, "pids": sorted(pids)}
+        problems.append(self._save(r))
+        self._forget(name, w)
+        self._emit(r)
+        out = view(r)
+        problem = next((p for p in problems if p), None)
+        if problem:
+            out["record_error"] = problem
+        if cancelled:
+            out["benchmarks_cancelled"] = cancelled
+        return out
+
+    def _forget(self, name, w):
+        with self._lock:
+            if w is not None and self.watches.get(name) is w:
+                self.watches.pop(name, None)
+                w.close()
 
     def _cancel_runs(self, name, live, switching_to):
         """Cancel the runs measuring server ``name`` (told to stop it anyway); their ids."""
@@ -369,8 +484,9 @@ class ServerManager(object):
 
     # --- switch ----------------------------------------------------------------------------
     def switch(self, params):
-        """Stop whatever holds the target's GPUs or port, wait for release, start it, wait for ready."""
-        name = params["name"]
+        """Stop whatever holds the target's GPUs or port, wait for release, start it, wait for ready.
+        A holder is a recorded server whose process group spectui confirms as its own (``server_group``)."""
+        name = self._name(params)
         port = int(params["port"])
         gpus = set(int(g) for g in params.get("gpus") or [])
         t_all = time.monotonic()
@@ -386,23 +502,26 @@ class ServerManager(object):
         if not self._adopted:
             self.adopt()
         current = self._current(name)
-        if (current is not None and current.get("state") == "ready" and alive(current["pid"])
+        if (current is not None and current.get("state") == "ready" and same_process(current)
                 and current.get("profile_hash") == params.get("profile_hash")):
             stage("ready", "already running")
             return {"server": view(current), "stages": stages, "total_s": 0.0, "already_running": True}
         holders = [r for r in self.store.read_all()
                    if (r["name"] == name or int(r.get("port") or 0) == port or gpus & set(r.get("gpus") or []))
-                   and r.get("pgid") and group_pids(r["pgid"])]
+                   and server_group(r)[0] == OURS]
         if not params.get("stop_benchmark"):  # before stopping any: each stop checks again under the lock
             for r in holders:
                 self._refuse_if_measured(r, self._measured_by(r), name)
         cancelled = []
+        record_errors = []
         for r in holders:
             stage("stopping", r["name"])
             res = self.stop({"name": r["name"], "grace_s": params.get("grace_s"),
                              "stop_benchmark": params.get("stop_benchmark")},
                             on_stage=lambda label, n=r["name"]: stage(label, n), switching_to=name)
             cancelled += res.get("benchmarks_cancelled") or []
+            if res.get("record_error"):
+                record_errors.append(res["record_error"])
             stop = res.get("stop") or {}
             stages.append({"stage": "stopping", "detail": r["name"], "seconds": stop.get("exit_s", 0.0)})
             stages.append({"stage": "waiting for GPU memory", "detail": r["name"],
@@ -432,12 +551,14 @@ class ServerManager(object):
         out = {"server": view(r), "stages": stages, "total_s": round(time.monotonic() - t_all, 3)}
         if cancelled:
             out["benchmarks_cancelled"] = cancelled
+        if record_errors:
+            out["record_errors"] = record_errors
         return out
 
     # --- logs ------------------------------------------------------------------------------
     def logs(self, params):
         """The last ``lines`` lines (``offset`` absent), or what was written after ``offset``."""
-        name = params["name"]
+        name = self._name(params)
         path = self.store.log_path(name)
         if not os.path.exists(path):
             raise AgentError("no_log", "there is no log for %s on this host" % name)
@@ -452,8 +573,6 @@ class ServerManager(object):
                 text = data.decode("utf-8", "replace").splitlines()[-lines:] if lines > 0 else []
                 return {"lines": text, "offset": size, "reset": False}
             reset = offset > size
-            fh.seek(0 if reset else offset)
-            data = fh.read(1024 * 1024)
-        cut = data.rfind(b"\n") + 1  # whole lines only
-        return {"lines": data[:cut].decode("utf-8", "replace").splitlines(),
-                "offset": (0 if reset else offset) + cut, "reset": reset}
+            # whole lines only; one past the cap comes cut, and the offset moves past it
+            text, after = read_lines_at(fh, 0 if reset else offset, 1024 * 1024)
+        return {"lines": text, "offset": after, "reset": reset}

@@ -25,6 +25,15 @@ def proc_stat(pid):
         return None
 
 
+def proc_session(pid):
+    """The session id of a live process, or None."""
+    try:
+        with open("/proc/%d/stat" % pid) as fh:
+            return int(fh.read().rsplit(")", 1)[1].split()[3])
+    except (OSError, ValueError, IndexError):
+        return None
+
+
 def alive(pid):
     st = proc_stat(pid)
     return st is not None and st[0] not in ("Z", "X")
@@ -64,12 +73,32 @@ def expand_env(env, host_env=None):
     return out
 
 
+def expand_argv(argv, host_env=None):
+    """Resolve ``${VAR}`` in each argv word from the host's environment, as ``expand_env`` does for
+    env values, so a profile can name a secret flag value (``api-key: ${SGLANG_API_KEY}``) without
+    holding it. Errors name the word's flag position, never values."""
+    host_env = os.environ if host_env is None else host_env
+    out = []
+    for i, word in enumerate(argv):
+        word = str(word)
+        missing = [m.group(1) for m in _VAR.finditer(word) if m.group(1) not in host_env]
+        if missing:
+            flag = argv[i - 1] if i > 0 and str(argv[i - 1]).startswith("-") else "argument %d" % i
+            raise LaunchError("%s refers to ${%s}, which is not set on the host" % (flag, missing[0]))
+        out.append(_VAR.sub(lambda m: host_env[m.group(1)], word))
+    return out
+
+
 def spawn(argv, env, log_path, cwd=None):
     """Start ``argv`` detached: its own session and process group, output to ``log_path``."""
     full_env = dict(os.environ)
     full_env.update(env)
     full_env.setdefault("PYTHONUNBUFFERED", "1")
-    log = open(log_path, "ab", buffering=0)
+    # 0600: SGLang logs ``server_args=...`` at start, --api-key's value among them (sglang 0.5.23
+    # wheel, sglang/srt/entrypoints/engine.py:311; only watermark secrets are redacted there)
+    fd = os.open(log_path, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o600)
+    os.fchmod(fd, 0o600)
+    log = os.fdopen(fd, "ab", buffering=0)
     try:
         proc = subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT,
                                 env=full_env, cwd=cwd, start_new_session=True, close_fds=True)
@@ -92,15 +121,21 @@ def signal_group(pgid, sig):
         return False
 
 
-def terminate_group(pgid, grace_s, reap=None, poll_s=0.05):
+def terminate_group(pgid, grace_s, reap=None, poll_s=0.05, confirm=None):
     """SIGTERM the group, wait up to ``grace_s``, then SIGKILL. Returns (seconds, killed, left).
 
     ``reap`` is called while waiting (the agent reaps its own children so they don't linger
     as zombies). ``left`` lists processes of the group still alive at the end (should be none).
+    ``confirm`` (see :func:`server_group`) is asked again right before each signal: a group whose
+    identity it no longer confirms is not signalled.
     """
+    def send(sig):
+        if confirm is None or confirm():
+            signal_group(pgid, sig)
+
     t0 = time.monotonic()
     killed = False
-    signal_group(pgid, signal.SIGTERM)
+    send(signal.SIGTERM)
     deadline = t0 + grace_s
     while True:
         if reap:
@@ -110,12 +145,97 @@ def terminate_group(pgid, grace_s, reap=None, poll_s=0.05):
         if time.monotonic() >= deadline:
             if not killed:
                 killed = True
-                signal_group(pgid, signal.SIGKILL)
+                send(signal.SIGKILL)
                 deadline = time.monotonic() + 10.0
             else:
                 break
         time.sleep(poll_s)
     return time.monotonic() - t0, killed, group_pids(pgid)
+
+
+# --- whose process group is it --------------------------------------------------------------
+# Every signal spectui sends goes to a process group it has identified as a server it started.
+# A server is started in a new session, so its leader's pid is also its process group id and its
+# session id. A pid names a process only together with its start time (``/proc/<pid>/stat``
+# field 22, in clock ticks since boot, fixed at fork): a recorded pid alone may by now belong to
+# any program. So a recorded group is the server's ("ours") when
+#
+# * its leader (the recorded pid) still exists, zombie or not, with the recorded start time; or
+# * its leader is gone, and a live member of the group, in the recorded session, is one of the
+#   processes (pid and start time) spectui recorded in that group while the leader was confirmed.
+#   POSIX does not reuse a process group id while the group has a member, so one confirmed member
+#   confirms every process now in the group, those started after the last record included.
+#
+# Anything else (the leader's pid now names another program; the leader is gone and no member is
+# one spectui saw) is "foreign": spectui sends it nothing and says so in one sentence.
+
+OURS = "ours"
+GONE = "gone"
+FOREIGN = "foreign"
+
+
+def same_process(record):
+    """Whether the recorded leader is alive (not a zombie) and is the process spectui started: the
+    same start time (set at fork, unlike the command line, which a just-started child shows as its
+    parent's until it execs) or, in a record without one, the same command line."""
+    pid = record.get("pid")
+    st = proc_stat(pid) if pid else None
+    if st is None or st[0] in ("Z", "X"):
+        return False
+    if record.get("start_ticks") is not None:
+        return st[3] == record["start_ticks"]
+    return cmdline(pid) == record.get("argv")
+
+
+def group_members(pgid):
+    """{pid: start_ticks} of the live processes of group ``pgid``."""
+    out = {}
+    for pid in group_pids(pgid):
+        st = proc_stat(pid)
+        if st is not None and st[0] not in ("Z", "X"):
+            out[pid] = st[3]
+    return out
+
+
+def server_group(record):
+    """``(verdict, members, why)`` for the process group ``record`` names (the rule above).
+
+    ``verdict`` is :data:`OURS`, :data:`GONE` (no live process in the group) or :data:`FOREIGN`;
+    ``members`` the live group as ``{pid: start_ticks}``; ``why`` one sentence when foreign.
+    """
+    pid = record.get("pid")
+    pgid = record.get("pgid") or pid
+    if not pgid:
+        return GONE, {}, None
+    members = group_members(pgid)
+    if not members:
+        return GONE, {}, None
+    leader = proc_stat(pid) if pid else None
+    if leader is not None:
+        if record.get("start_ticks") is not None:
+            same = leader[3] == record["start_ticks"]
+        else:  # a record from before start times were kept: the command line must match
+            same = cmdline(pid) == record.get("argv")
+        if same:
+            return OURS, members, None
+        return FOREIGN, members, ("pid %d now belongs to another program, so spectui sent its process group no "
+                                  "signal" % pid)
+    seen = set((int(p), int(t)) for p, t in record.get("members") or [])
+    confirmed = [p for p, t in members.items() if (p, t) in seen and proc_session(p) == pgid]
+    if confirmed:
+        return OURS, members, None
+    return FOREIGN, members, ("the leader (pid %d) is gone and no process now in its group is one spectui recorded, "
+                              "so spectui sent the group no signal" % pid)
+
+
+def remember_members(record, members):
+    """Keep ``members`` ({pid: start_ticks} of a group just confirmed ours: the whole live group) in
+    ``record`` for :func:`server_group`. True when they changed."""
+    new = sorted([p, t] for p, t in members.items())
+    if new != record.get("members"):
+        record["members"] = new
+        return True
+    return False
 
 
 def connect_host(host):

@@ -18,24 +18,24 @@ from __future__ import annotations
 import json
 import threading
 import time
-from urllib.error import HTTPError, URLError
-from urllib.request import urlopen
 
 from . import live_figures as lf
+from .bounded_http import FetchFailed, HttpStatus, fetch
 from .logfollow import LogStream
 from .promwindow import MetricsUnavailable, MetricsWindow, histogram_mean, parse_metrics, quantile_bound
 from .server_process import server_url
 from .sglang_releases import FORMULA_INCL_BONUS, FORMULAS, accept_rate_formula, old_formula_width, rate_from_length
 
 
-HTTP_TIMEOUT_S = 2.0
+HTTP_DEADLINE_S = 2.0  # for the whole answer, not each byte: a server that drips is cut here
+METRICS_MAX_BYTES = 8 << 20
+SERVER_INFO_MAX_BYTES = 1 << 20
 SERVER_INFO_EVERY_S = 5.0
 SERVING_STATES = ("ready", "unresponsive")
 
 
-def _get(url):
-    with urlopen(url, timeout=HTTP_TIMEOUT_S) as resp:
-        return resp.read()
+def _get(url, max_bytes):
+    return fetch(url, max_bytes, HTTP_DEADLINE_S)
 
 
 NO_SPECULATION = {"algorithm": None, "num_steps": None, "topk": None, "draft_tokens": None}
@@ -91,28 +91,31 @@ class ServerTelemetry(object):
         paths = [self.info_path] if self.info_path else ["/server_info", "/get_server_info"]
         for path in paths:
             try:
-                self.info = json.loads(_get(self.base + path).decode("utf-8"))
+                self.info = json.loads(_get(self.base + path, SERVER_INFO_MAX_BYTES).decode("utf-8"))
                 self.info_path = path
                 self.sources["server_info"] = "ok"
                 return self.info
-            except HTTPError as exc:
+            except HttpStatus as exc:
                 if exc.code == 404:
                     continue
                 self.sources["server_info"] = "HTTP %d" % exc.code
-            except (URLError, OSError, ValueError) as exc:
-                self.sources["server_info"] = "unreachable (%s)" % (getattr(exc, "reason", None) or exc)
+            except FetchFailed as exc:
+                self.sources["server_info"] = str(exc)
+                break
+            except ValueError as exc:
+                self.sources["server_info"] = "%s is not JSON (%s)" % (path, exc)
                 break
         return self.info
 
     def _metrics(self):
         """The newest snapshot (added to the window), or ``None``."""
         try:
-            text = _get(self.base + "/metrics").decode("utf-8", "replace")
-        except HTTPError as exc:
+            text = _get(self.base + "/metrics", METRICS_MAX_BYTES).decode("utf-8", "replace")
+        except HttpStatus as exc:
             self.sources["metrics"] = "HTTP %d (is --enable-metrics set?)" % exc.code
             return None
-        except (URLError, OSError) as exc:
-            self.sources["metrics"] = "unreachable (%s)" % (getattr(exc, "reason", None) or exc)
+        except FetchFailed as exc:
+            self.sources["metrics"] = str(exc)
             return None
         try:
             snap = parse_metrics(text, taken_at=self.clock())
@@ -257,13 +260,59 @@ class ServerTelemetry(object):
             self.log.close()
 
 
+class ServerPoller(object):
+    """One thread building and emitting one server's frames every ``interval_s``: a server that is
+    slow to answer delays only its own frames (each fetch ends by ``HTTP_DEADLINE_S``)."""
+
+    def __init__(self, tracker, state, emit, interval_s):
+        self.tracker = tracker
+        self.state = state  # updated by the stream as the server's state changes
+        self.emit = emit
+        self.interval_s = interval_s
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._run, name="server-telemetry-%s" % tracker.name)
+        self._thread.daemon = True
+
+    def start(self):
+        self._thread.start()
+
+    def _run(self):
+        try:
+            next_at = time.monotonic()
+            while not self._stop.is_set():
+                if not self.emit(self.frame()):
+                    return
+                next_at += self.interval_s
+                delay = next_at - time.monotonic()
+                if delay < 0:
+                    next_at, delay = time.monotonic(), 0
+                self._stop.wait(delay)
+        finally:
+            self.tracker.close()
+
+    def frame(self):
+        state = self.state
+        try:
+            return self.tracker.frame(state)
+        except Exception as exc:  # one server's trouble must not stop its frames
+            return {"name": self.tracker.name, "t": time.time(), "state": state, "error": str(exc)}
+
+    def stop(self):
+        """Ask the thread to end; it closes the tracker once its current frame is done."""
+        self._stop.set()
+
+    def join(self, timeout=None):
+        self._thread.join(timeout)
+
+
 class TelemetryStream(object):
-    """One thread emitting ``server_frame`` events for every serving server."""
+    """``server_frame`` events for every serving server: one thread follows which servers serve,
+    and each serving server has its own :class:`ServerPoller`."""
 
     def __init__(self, agent, interval_s=1.0):
         self.agent = agent
         self.interval_s = max(0.1, float(interval_s))
-        self.trackers = {}
+        self.pollers = {}
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._run, name="server-telemetry")
         self._thread.daemon = True
@@ -272,37 +321,43 @@ class TelemetryStream(object):
         self._thread.start()
 
     def _run(self):
-        next_at = time.monotonic()
         while not self._stop.is_set():
             self.tick()
-            next_at += self.interval_s
-            delay = next_at - time.monotonic()
-            if delay < 0:
-                next_at, delay = time.monotonic(), 0
-            self._stop.wait(delay)
+            self._stop.wait(self.interval_s)
+
+    def _emit(self, data):
+        if self._stop.is_set():
+            return False
+        if not self.agent.channel.event("server_frame", data):
+            self._stop.set()
+            return False
+        return True
 
     def tick(self):
+        """Start a poller for each server now serving, stop those of servers gone or replaced."""
         servers = self.agent.servers.serving()
-        for name in list(self.trackers):
+        for name in list(self.pollers):
             rec = servers.get(name)
-            if rec is None or rec["pid"] != self.trackers[name][0]:
-                self.trackers.pop(name)[1].close()
+            pid, poller = self.pollers[name]
+            if rec is None or rec["pid"] != pid or rec["state"] not in SERVING_STATES:
+                self.pollers.pop(name)
+                poller.stop()
+        if self._stop.is_set():
+            return
         for name, rec in servers.items():
             if rec["state"] not in SERVING_STATES:
                 continue
-            if name not in self.trackers:
-                self.trackers[name] = (rec["pid"], ServerTelemetry(rec))
-            try:
-                data = self.trackers[name][1].frame(rec["state"])
-            except Exception as exc:  # one server's trouble must not stop the stream
-                data = {"name": name, "t": time.time(), "state": rec["state"], "error": str(exc)}
-            if not self.agent.channel.event("server_frame", data):
-                return
+            if name in self.pollers:
+                self.pollers[name][1].state = rec["state"]
+                continue
+            poller = ServerPoller(ServerTelemetry(rec), rec["state"], self._emit, self.interval_s)
+            self.pollers[name] = (rec["pid"], poller)
+            poller.start()
 
     def stop(self):
         self._stop.set()
-        for _, tracker in self.trackers.values():
-            tracker.close()
+        for _, poller in self.pollers.values():
+            poller.stop()
 
 
 def methods(agent):

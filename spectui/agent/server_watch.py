@@ -4,7 +4,14 @@
 readiness line has appeared and the server answers a request that generates nothing.
 A process that exits before ready is ``failed`` (reason from the log); a ready one that
 dies is ``crashed``; one that stops answering for ``UNRESPONSIVE_AFTER_S`` is
-``unresponsive``.
+``unresponsive``. A ready server this watch did not see answer (one found running by an agent
+that attached later) is ``unresponsive`` as soon as it fails to answer: nothing says how long
+it has been silent. A server that ended while no agent watched is settled from its log's tail
+(:meth:`ServerWatch.settle_unwatched`), with the same root cause a watch would have found.
+
+While the leader lives the watch keeps the live members of its process group in the record
+(``server_process.remember_members``), so that spectui can still recognise the group, and
+signal it, once the leader is gone and its ranks linger.
 
 spectui never sends a request the user did not ask for: ``/health_generate`` makes the
 server generate a token, and so does ``/health`` in recent releases (sglang 0.5.23 wheel,
@@ -27,12 +34,18 @@ from collections import deque
 
 from .logfollow import LogFollower
 from .logparse import LogFeeder
-from .server_process import proc_stat, server_url
+from .server_process import group_members, proc_stat, remember_members, server_url
 
 TAIL_LINES = 40
+ERRORS_FIRST = 8  # the first errors a server logs: the root cause is among them
+ERRORS_RECENT = 64  # and the newest ones
+ERROR_SUMMARY_CHARS = 4096
 UNRESPONSIVE_AFTER_S = 20.0
 HEALTH_EVERY_S = 3.0
 HEALTH_TIMEOUT_S = 2.0
+MEMBERS_EVERY_S = 2.0
+SETTLE_TAIL_BYTES = 256 * 1024
+UNWATCHED_EXIT = "the server exited while no console was watching"
 
 _REASONS = (
     re.compile(r"(CUDA out of memory[^\n]*)"),
@@ -72,17 +85,46 @@ class HealthCheck(object):
         return False
 
 
+class ErrorLog(object):
+    """The error summaries a server logged, bounded: the first ``ERRORS_FIRST`` (where the root cause
+    is) and the newest ``ERRORS_RECENT``, each cut at ``ERROR_SUMMARY_CHARS``; ``dropped`` counts the
+    ones in between that were let go. Iterates oldest first."""
+
+    def __init__(self, first=ERRORS_FIRST, recent=ERRORS_RECENT):
+        self.first_cap = first
+        self.first = []
+        self.recent = deque(maxlen=recent)
+        self.dropped = 0
+
+    def add(self, summary):
+        summary = summary[:ERROR_SUMMARY_CHARS]
+        if len(self.first) < self.first_cap:
+            self.first.append(summary)
+            return
+        if len(self.recent) == self.recent.maxlen:
+            self.dropped += 1
+        self.recent.append(summary)
+
+    def __iter__(self):
+        return iter(self.first + list(self.recent))
+
+    def __len__(self):
+        return len(self.first) + len(self.recent)
+
+
 class ServerWatch(object):
-    def __init__(self, record, log_path, popen=None, clock=time.monotonic):
+    def __init__(self, record, log_path, popen=None, clock=time.monotonic, tail_bytes=None):
         self.record = record
         self.log_path = log_path
         self.popen = popen
         self.clock = clock
-        self.follower = LogFollower(log_path)
+        self.follower = LogFollower(log_path, tail_bytes=tail_bytes)
+        self.members_at = None
+        self.unsaved = False  # changed since last written to the record file (the manager saves it)
         self.feeder = LogFeeder()
         self.tail = deque(maxlen=TAIL_LINES)
         self.ready_line = False
-        self.errors = []  # summaries of error events, in order
+        self.errors = ErrorLog()  # summaries of error events, in order (bounded)
         self.last_health_ok = None
         self.last_health_at = 0.0
         self.exit_status = None
@@ -107,19 +149,20 @@ class ServerWatch(object):
             elif kind == "ready":
                 self.ready_line = True
             elif kind == "error" and rec.get("summary"):
-                self.errors.append(rec["summary"])
+                self.errors.add(rec["summary"])
         return changed
 
     def reason(self):
         """The root cause: a known cause if one was logged, else the first specific error."""
-        text = "\n".join(self.errors + list(self.tail))
+        errors = list(self.errors)
+        text = "\n".join(errors + list(self.tail))
         for rx in _REASONS:
             found = rx.findall(text)
             if found:
                 return found[0].strip()
-        specific = [e for e in self.errors if "error messages above" not in e]
-        if specific or self.errors:
-            return (specific or self.errors)[0]
+        specific = [e for e in errors if "error messages above" not in e]
+        if specific or errors:
+            return (specific or errors)[0]
         if self.exit_status is not None:
             return "the process exited with status %d" % self.exit_status
         return "the process exited"
@@ -147,12 +190,57 @@ class ServerWatch(object):
             if status is not None:
                 self.exit_status = status
 
+    def _remember_members(self, now_too=False):
+        """Record the live group (the leader is alive and ours): every ``MEMBERS_EVERY_S``, or now when the
+        state changed (a server spawns its ranks while loading). True when the members changed."""
+        now = self.clock()
+        if not now_too and self.members_at is not None and now - self.members_at < MEMBERS_EVERY_S:
+            return False
+        self.members_at = now
+        r = self.record
+        return remember_members(r, group_members(r.get("pgid") or r["pid"]))
+
+    def _read_all(self):
+        while True:
+            lines = self.follower.read_new()
+            if not lines:
+                break
+            self.tail.extend(lines)
+            self._absorb(self.feeder.feed_lines(lines))
+        self._absorb(self.feeder.flush())
+        if self.follower.partial:
+            self.tail.append(self.follower.partial)
+        self.follower.close()
+
+    def settle_unwatched(self):
+        """End the record of a server that exited while no agent watched: the state from the last one
+        recorded, the root cause from the log's tail (as :meth:`poll` finds it), or a sentence saying
+        nobody watched when the log names none."""
+        r = self.record
+        was = r.get("state")
+        self._read_all()
+        r["state"] = "crashed" if was in ("ready", "unresponsive") else ("stopped" if was == "stopping" else "failed")
+        if r["state"] != "stopped":
+            reason = self.reason()
+            r["reason"] = UNWATCHED_EXIT if reason == "the process exited" else reason
+            r["log_tail"] = list(self.tail)
+        else:
+            r["reason"] = r.get("reason") or UNWATCHED_EXIT
+        r["ended_at"] = r.get("ended_at") or time.time()
+
     # --- one step --------------------------------------------------------------------
     def poll(self):
         """Advance the state from what the log, the process and the health check say.
 
         Returns True when something a client shows changed.
         """
+        state = self.record["state"]
+        changed = self._step()
+        if self.record["state"] not in ("stopped", "failed", "crashed", "stopping"):
+            changed = self._remember_members(now_too=self.record["state"] != state) or changed
+        return changed
+
+    def _step(self):
         r = self.record
         lines = self.follower.read_new()
         for line in lines:
@@ -162,10 +250,7 @@ class ServerWatch(object):
         if state in ("stopped", "failed", "crashed", "stopping"):
             return changed
         if not self._alive():
-            self._absorb(self.feeder.flush())
-            if self.follower.partial:
-                self.tail.append(self.follower.partial)
-            self.follower.close()
+            self._read_all()
             r["state"] = "crashed" if state in ("ready", "unresponsive") else "failed"
             r["reason"] = self.reason()
             r["log_tail"] = list(self.tail)
@@ -189,6 +274,11 @@ class ServerWatch(object):
                     r["state"] = "ready"
                     r["reason"] = None
                     return True
+            elif self.last_health_ok is None and state == "ready":
+                # found running by this agent: no history of answers, so silence now is what it knows
+                r["state"] = "unresponsive"
+                r["reason"] = "no answer from %s when spectui attached to it" % self.health.last_path
+                return True
             elif self.last_health_ok is None:
                 self.last_health_ok = now
             elif now - self.last_health_ok >= r.get("unresponsive_after_s", UNRESPONSIVE_AFTER_S) and state == "ready":

@@ -43,6 +43,14 @@ MAX_HITS_LIMIT = 20000
 _REPEATS = tuple(getattr(_sre_c, n) for n in ("MAX_REPEAT", "MIN_REPEAT", "POSSESSIVE_REPEAT") if hasattr(_sre_c, n))
 
 
+class SearchDeadline(Exception):
+    """The search ran past its deadline; ``path`` is the file it was searching (None between files)."""
+
+    def __init__(self, path=None):
+        Exception.__init__(self, path)
+        self.path = path
+
+
 def compile_pattern(pattern, ignore_case=False):
     if not isinstance(pattern, str) or pattern == "":
         raise AgentError("bad_pattern", "the search pattern is empty")
@@ -487,42 +495,49 @@ def grep_tree(top, rx, display, include=None, max_hits=DEFAULT_MAX_HITS, on_hits
     as they are found, in batches of at most ``batch`` (or older than ``flush_s``), and they are
     then not kept in the returned list.
     ``include``: file name globs (``["*.py"]``); ``cancelled() -> bool`` is polled between files.
+    A ``SearchDeadline`` raised inside (by a deadline alarm) leaves with the file it was searching.
     """
     plan = LiteralPlan(rx)
     stats = GrepStats()
     kept = []
     pending = []
     last_flush = time.monotonic()
-    for path in iter_files(top, include):
-        if cancelled is not None and cancelled():
-            stats.cancelled = True
-            break
-        stats.files_scanned += 1
-        data = _read_text(path, stats)
-        if not data:
-            continue
-        found = search_file(rx, plan, data, max_hits - stats.hits)
-        if not found:
-            continue
-        stats.files_matched += 1
-        name = display(path)
-        hits = [{"path": name, "line": ln, "col": col, "text": _hit_text(line, col)} for ln, col, line in found]
-        stats.hits += len(hits)
-        if on_hits is None:
-            kept.extend(hits)
-        else:
-            pending.extend(hits)
-            while len(pending) >= batch:  # events stay small, whatever one file holds
-                on_hits(pending[:batch])
-                pending = pending[batch:]
-                last_flush = time.monotonic()
-            if pending and time.monotonic() - last_flush >= flush_s:
-                on_hits(pending)
-                pending = []
-                last_flush = time.monotonic()
-        if stats.hits >= max_hits:
-            stats.truncated = True
-            break
+    path = None
+    try:
+        for path in iter_files(top, include):
+            if cancelled is not None and cancelled():
+                stats.cancelled = True
+                break
+            stats.files_scanned += 1
+            data = _read_text(path, stats)
+            if not data:
+                continue
+            found = search_file(rx, plan, data, max_hits - stats.hits)
+            if not found:
+                continue
+            stats.files_matched += 1
+            name = display(path)
+            hits = [{"path": name, "line": ln, "col": col, "text": _hit_text(line, col)} for ln, col, line in found]
+            stats.hits += len(hits)
+            if on_hits is None:
+                kept.extend(hits)
+            else:
+                pending.extend(hits)
+                while len(pending) >= batch:  # events stay small, whatever one file holds
+                    on_hits(pending[:batch])
+                    pending = pending[batch:]
+                    last_flush = time.monotonic()
+                if pending and time.monotonic() - last_flush >= flush_s:
+                    on_hits(pending)
+                    pending = []
+                    last_flush = time.monotonic()
+            if stats.hits >= max_hits:
+                stats.truncated = True
+                break
+    except SearchDeadline as exc:  # raised by a deadline alarm: say which file took the time
+        if exc.path is None and path is not None:
+            exc.path = display(path)
+        raise
     if on_hits is not None and pending:
         on_hits(pending)
     return kept, stats

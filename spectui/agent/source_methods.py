@@ -2,8 +2,8 @@
 
 ``source.open`` picks the tree (the installed package of an interpreter, or ``sglang_root``)
 and the roots the browser may serve; the other methods work on that tree and refuse anything
-outside its roots. ``source.grep`` streams its hits as ``source.grep`` events, then replies
-with a summary.
+outside its roots. ``source.grep`` runs in a child process with a deadline (``deadline_s``,
+default 30 s), streams its hits as ``source.grep`` events, then replies with a summary.
 """
 
 from __future__ import annotations
@@ -16,7 +16,8 @@ import time
 from .protocol import AgentError
 from .source_algorithms import algorithms
 from .source_defs import find_definitions, find_flags
-from .source_grep import DEFAULT_MAX_HITS, MAX_HITS_LIMIT
+from .source_grep import DEFAULT_MAX_HITS, MAX_HITS_LIMIT, GrepStats, compile_pattern
+from .source_grep_process import SearchProcess, deadline_seconds
 from .source_locate import locate
 from .source_tree import PAGE_LINES, SourceTree
 
@@ -39,6 +40,7 @@ class SourceService(object):
         self.tree = None
         self._lock = threading.Lock()
         self._searches = {}
+        self._closed = False
         self._algorithms = None
 
     def _open_tree(self):
@@ -100,10 +102,12 @@ class SourceService(object):
         tree = self._open_tree()
         search_id = params.get("search_id")
         max_hits = max(1, min(int(params.get("max_hits") or DEFAULT_MAX_HITS), MAX_HITS_LIMIT))
-        stop = threading.Event()
-        key = repr(search_id)
-        with self._lock:
-            self._searches[key] = stop
+        pattern = params["pattern"]
+        include = _str_list(params.get("include"), "include") or None
+        ignore_case = bool(params.get("ignore_case"))
+        compile_pattern(pattern, ignore_case)  # a bad pattern is refused here, before any process starts
+        path = params.get("path")
+        _, top = tree.top_real(path if path is not None else (tree.package or ""))
         channel = self.agent.channel
         sent = [0]
 
@@ -111,26 +115,43 @@ class SourceService(object):
             sent[0] += len(hits)
             channel.event(GREP_EVENT, {"search_id": search_id, "hits": hits})
 
+        request = {"pattern": pattern, "ignore_case": ignore_case, "include": include, "max_hits": max_hits,
+                   "top": top, "deadline_s": deadline_seconds(params.get("deadline_s"))}
+        search = SearchProcess(request, tree.display_real, on_hits)
+        key = repr(search_id)
+        with self._lock:
+            if self._closed:
+                raise AgentError("closing", "the agent is shutting down")
+            self._searches[key] = search
         t0 = time.monotonic()
         try:
-            _, stats = tree.grep(params["pattern"], include=_str_list(params.get("include"), "include") or None,
-                                 max_hits=max_hits, path=params.get("path"),
-                                 ignore_case=bool(params.get("ignore_case")), on_hits=on_hits,
-                                 cancelled=stop.is_set)
+            out = search.run()
         finally:
             with self._lock:
-                if self._searches.get(key) is stop:
+                if self._searches.get(key) is search:
                     del self._searches[key]
-        out = stats.to_dict()
+        if out is None:  # cancelled: the process was stopped between two answers
+            stats = GrepStats()
+            stats.hits = sent[0]
+            stats.cancelled = True
+            out = stats.to_dict()
         out.update(search_id=search_id, max_hits=max_hits, elapsed_s=round(time.monotonic() - t0, 4))
         return out
 
     def cancel(self, params):
         with self._lock:
-            stop = self._searches.get(repr(params.get("search_id")))
-        if stop is not None:
-            stop.set()
-        return {"cancelled": stop is not None}
+            search = self._searches.get(repr(params.get("search_id")))
+        if search is not None:
+            search.stop()
+        return {"cancelled": search is not None}
+
+    def close(self):
+        """Stop every running search (the agent is closing)."""
+        with self._lock:
+            self._closed = True
+            searches = list(self._searches.values())
+        for search in searches:
+            search.stop()
 
     def definition(self, params):
         return find_definitions(self._open_tree(), params["name"])
@@ -154,6 +175,9 @@ class SourceService(object):
 
 def methods(agent):
     svc = SourceService(agent)
+    on_close = getattr(agent, "on_close", None)
+    if on_close is not None:
+        on_close(svc.close)
     return {
         "source.locate": svc.locate,
         "source.open": svc.open,

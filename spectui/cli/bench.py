@@ -3,7 +3,8 @@
 - ``spectui bench --demo --profiles A,B,C --preset NAME [--repeat N] [--baseline A]``: switch the
   server to each profile, warm up, run the preset N times, print the comparison;
 - ``spectui bench --host DEST --preset NAME [--server NAME]``: one run against a running server;
-- ``spectui bench --host DEST --collect``: fetch runs that finished while nobody was connected;
+- ``spectui bench --host DEST --collect [RUN_ID]``: fetch runs that finished while nobody was connected
+  (with RUN_ID: wait for that run to end first);
 - ``spectui bench --host DEST --cancel RUN_ID``: stop a run on the host (another console's, say);
 - ``spectui bench --list-presets``.
 
@@ -11,12 +12,17 @@ Every run goes to the history (``spectui history``) as it ends, interrupted ones
 benchmark per server at a time: the host refuses a run against a server another run measures,
 in one sentence naming that run, unless ``--allow-overlap`` (the runs are then marked
 overlapped).
+
+A run lives on the host: when the connection drops while it measures, the command reconnects
+(waits of 1, 2, 4 ... s, for ``--reconnect-for`` seconds) and follows it on; if the host stays out of
+reach it ends saying so, with the exact ``--collect`` command that fetches the run later.
 """
 
 from __future__ import annotations
 
 import argparse
 import asyncio
+import shlex
 import sys
 
 from spectui.cli.hostopts import (add_host_options, explain_connect_error, has_host, refuse_on_problems,
@@ -32,14 +38,17 @@ from spectui.core.bench import (
     run_comparison,
     start_run,
 )
+from spectui.core.bench.compare import link_collected_runs
 from spectui.core.bench.presets import PRESETS_PATH_ENV, user_preset_dir
-from spectui.core.bench.runs import collect_unsaved
+from spectui.core.bench.runs import FINAL_STATES, RunCollector, collect_unsaved, host_label, result_from, watch_running
 from spectui.core.bench.table import render_run_detail, render_runs, to_json
-from spectui.core.errors import SpectuiError
+from spectui.core.errors import Disconnected, SpectuiError
 from spectui.core.flagcheck import check_on_host
 from spectui.core.history import HistoryStore
 from spectui.core.profiles import ProfileError, load_profiles
-from spectui.core.session import HostTarget, open_session
+from spectui.core.session import HostTarget, Session, open_session, reopen_session
+
+RECONNECT_FOR_S = 120.0
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -68,8 +77,12 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--allow-overlap", action="store_true",
                    help="run even if another benchmark measures the same server now (both runs are marked "
                         "overlapped: their latency and throughput are not those of a lone run)")
-    p.add_argument("--collect", action="store_true",
-                   help="fetch finished runs from the host that are not in the history yet")
+    p.add_argument("--collect", nargs="?", const=True, default=False, metavar="RUN_ID",
+                   help="fetch finished runs from the host that are not in the history yet; with RUN_ID, wait "
+                        "for that run to end and fetch it")
+    p.add_argument("--reconnect-for", type=float, default=RECONNECT_FOR_S, metavar="S",
+                   help=f"after a dropped connection, keep reconnecting this long (default {RECONNECT_FOR_S:g} s; "
+                        "0: do not) before leaving the run to go on on the host")
     p.add_argument("--cancel", metavar="RUN_ID", help="stop a benchmark run on the host (its id, as the "
                    "refusal of a busy server names it); what it measured is kept in its folder there")
     p.add_argument("--list-presets", action="store_true", help="list the benchmark presets and exit")
@@ -121,6 +134,53 @@ class CompareProgress:
             self.out.done()
 
 
+def collect_command(args: argparse.Namespace, run_id: str) -> str:
+    """The exact ``spectui bench --collect RUN_ID`` command for the host these ``args`` name."""
+    cmd = ["spectui", "bench", "--collect", run_id]
+    cmd += ["--demo"] if args.demo else ["--host", args.destination]
+    for flag, value in (("--python", args.python), ("--state-dir", args.state_dir), ("-F", args.ssh_config),
+                        ("-p", args.port), ("-J", args.jump)):
+        if value is not None:
+            cmd += [flag, str(value)]
+    for key in args.identity or []:
+        cmd += ["-i", key]
+    if args.known_hosts != "~/.ssh/known_hosts":
+        cmd += ["--known-hosts", args.known_hosts]
+    if args.sim:
+        cmd.append("--sim")
+    if args.gpu_source != "auto":
+        cmd += ["--gpu-source", args.gpu_source]
+    return " ".join(shlex.quote(c) for c in cmd)
+
+
+class Reconnector:
+    """Opens a new session after a drop, within ``--reconnect-for`` seconds; else raises
+    :class:`Disconnected` with the sentence that says the run goes on and how to collect it."""
+
+    def __init__(self, args: argparse.Namespace, target: HostTarget, session: Session):
+        self.args, self.target, self.session = args, target, session
+
+    async def __call__(self, lost: Disconnected, run_id: str) -> Session:
+        where = host_label(self.session)
+        await self.session.close()
+        within = max(0.0, self.args.reconnect_for)
+        if within > 0:
+            print(f"spectui: {lost} Run {run_id} goes on on the host; reconnecting for up to {within:g} s",
+                  file=sys.stderr)
+            try:
+                self.session = await reopen_session(
+                    self.target, within_s=within,
+                    on_retry=lambda why, wait: print(f"spectui: {why} (again in {wait:.0f} s)", file=sys.stderr))
+                print(f"spectui: reconnected to {where}; following run {run_id} on", file=sys.stderr)
+                return self.session
+            except SpectuiError as exc:
+                lost = Disconnected(str(exc))
+        why = str(lost).rstrip(".")
+        tried = f" and could not reconnect within {within:g} s" if within > 0 else ""
+        raise Disconnected(f"{why}{tried}: run {run_id} goes on on the host; collect it with: "
+                           f"{collect_command(self.args, run_id)}") from None
+
+
 async def _compare(args: argparse.Namespace, target: HostTarget) -> int:
     lib = load_profiles(args.profile_paths)
     names = _profile_list(args.profiles)
@@ -135,6 +195,7 @@ async def _compare(args: argparse.Namespace, target: HostTarget) -> int:
     store = HistoryStore()
     stop_after = args.stop_after if args.stop_after is not None else target.kind == "demo"
     session = await open_session(target)
+    reconnect = Reconnector(args, target, session)
     try:
         for prof in profiles:
             if refuse_on_problems(await check_on_host(session, prof),
@@ -144,7 +205,8 @@ async def _compare(args: argparse.Namespace, target: HostTarget) -> int:
         try:
             comp = await run_comparison(session, profiles, preset, repeats=args.repeat, baseline=args.baseline,
                                         engine=args.engine, store=store, on_event=progress, force=args.force,
-                                        stop_after=stop_after, allow_overlap=args.allow_overlap)
+                                        stop_after=stop_after, allow_overlap=args.allow_overlap,
+                                        reconnect=reconnect)
         finally:
             progress.out.done()
         print(render_comparison(comp, args.format), end="")
@@ -153,13 +215,14 @@ async def _compare(args: argparse.Namespace, target: HostTarget) -> int:
         failed = any(row.get("failed") for row in comp["profiles"])
         return 1 if failed else 0
     finally:
-        await session.close()
+        await reconnect.session.close()
 
 
 async def _single(args: argparse.Namespace, target: HostTarget) -> int:
     preset = load_presets().get(args.preset)
     store = HistoryStore()
     session = await open_session(target)
+    reconnect = Reconnector(args, target, session)
     try:
         server = args.server
         if not server:
@@ -175,21 +238,26 @@ async def _single(args: argparse.Namespace, target: HostTarget) -> int:
         else:
             levels = [args.concurrency if args.concurrency is not None else preset.concurrency[0]]
         progress = Progress()
-        client = BenchClient(session)
         results = []
         for i, conc in enumerate(levels):
-            handle = await start_run(session, preset, server=server, concurrency=conc, engine=args.engine,
+            handle = await start_run(reconnect.session, preset, server=server, concurrency=conc, engine=args.engine,
                                      labels={"repeat": 1}, allow_overlap=args.allow_overlap)
             others = handle.started.get("overlapped_with") or []
             if others:
                 print(f"spectui: run {handle.run_id} shares {server} with run{'s' if len(others) > 1 else ''} "
                       f"{', '.join(others)} (--allow-overlap): both are marked overlapped, as their latency and "
                       f"throughput are not those of a lone run", file=sys.stderr)
-            stop = client.on_progress(lambda p, c=conc: progress.show(f"{server} c={c}: {p.line()}")
-                                      if p.run_id == handle.run_id else None)
-            try:
+            while True:
+                stop = BenchClient(handle.session).on_progress(
+                    lambda p, c=conc, rid=handle.run_id: progress.show(f"{server} c={c}: {p.line()}")
+                    if p.run_id == rid else None)
                 try:
                     result = await handle.wait()
+                    break
+                except Disconnected as lost:
+                    progress.done()
+                    handle.session = await reconnect(lost, handle.run_id)
+                    await watch_running(handle.session)
                 except BaseException:
                     try:
                         partial = await asyncio.shield(handle.cancel())
@@ -197,8 +265,8 @@ async def _single(args: argparse.Namespace, target: HostTarget) -> int:
                     except Exception:
                         pass
                     raise
-            finally:
-                stop()
+                finally:
+                    stop()
             progress.done()
             rid = store.save_run(result)
             results.append(dict(result.to_dict(), id=rid))
@@ -212,7 +280,7 @@ async def _single(args: argparse.Namespace, target: HostTarget) -> int:
                 print(render_run_detail(r, refs=refs))
         return 0 if all(r["state"] == "done" for r in results) else 1
     finally:
-        await session.close()
+        await reconnect.session.close()
 
 
 async def _cancel(args: argparse.Namespace, target: HostTarget) -> int:
@@ -230,11 +298,32 @@ async def _cancel(args: argparse.Namespace, target: HostTarget) -> int:
     return 0 if st.get("state") in ("done", "failed", "interrupted") else 1
 
 
+async def _collect_one(session: Session, store: HistoryStore, run_id: str) -> list:
+    """Wait for ``run_id`` on the host to end (showing its progress), then save it."""
+    progress = Progress()
+    stop = BenchClient(session).on_progress(lambda p: progress.show(f"run {run_id}: {p.line()}")
+                                            if p.run_id == run_id else None)
+    try:
+        st = await BenchClient(session).status(run_id)  # an unknown id: the host's one sentence
+        if st.get("state") not in FINAL_STATES:
+            await BenchClient(session).watch(run_id)
+        col = await RunCollector(run_id).wait(session)
+    finally:
+        stop()
+        progress.done()
+    result = result_from(col, host=(st.get("labels") or {}).get("host") or host_label(session))
+    store.save_run(result)
+    return [result]
+
+
 async def _collect(args: argparse.Namespace, target: HostTarget) -> int:
     store = HistoryStore()
     session = await open_session(target)
     try:
-        saved = await collect_unsaved(session, store)
+        if isinstance(args.collect, str):
+            saved = await _collect_one(session, store, args.collect)
+        else:
+            saved = await collect_unsaved(session, store)
     finally:
         await session.close()
     if not saved:
@@ -242,6 +331,8 @@ async def _collect(args: argparse.Namespace, target: HostTarget) -> int:
         return 0
     print(render_runs([dict(r.to_dict(), id=None) for r in saved], "text"), end="")
     print(f"{len(saved)} run(s) added to {store.path}")
+    for cid in link_collected_runs(store, saved):
+        print(f"comparison {cid} now includes them (spectui history show {cid})")
     return 0
 
 

@@ -33,7 +33,9 @@ def add_host_options(parser: argparse.ArgumentParser, *, positional: bool = Fals
     ssh.add_argument("-i", dest="identity", metavar="KEY", action="append", default=[], help="identity file")
     ssh.add_argument("-p", dest="port", metavar="PORT", type=int, help="SSH port")
     ssh.add_argument("-J", dest="jump", metavar="JUMP", help="jump host, [user@]host[:port]")
-    ssh.add_argument("--known-hosts", metavar="FILE", default="~/.ssh/known_hosts", help="known_hosts file")
+    ssh.add_argument("--known-hosts", metavar="FILE",
+                     help="known_hosts file to check and save keys in (default: UserKnownHostsFile from the SSH "
+                          "config, else ~/.ssh/known_hosts; the global known_hosts files are read too)")
     ssh.add_argument("--accept-new-host-key", action="store_true",
                      help="trust and save the key of a host not yet in known_hosts (a changed key is always refused)")
     ssh.add_argument("--connect-timeout", metavar="S", type=float, default=15.0)

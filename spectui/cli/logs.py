@@ -23,6 +23,7 @@ from datetime import datetime
 from typing import IO, Any, Dict, Iterable, Iterator, List, Optional
 
 from spectui.agent.logparse import LogFeeder, line_time
+from spectui.core.textsafe import for_stream, visible_text
 
 _RANK_KEYS = ("dp_rank", "pp_rank", "attn_cp_rank", "moe_dp_rank", "tp_rank", "ep_rank")
 _HIDDEN = {"kind", "time", "lines", "line_count", "context", "exception"} | set(_RANK_KEYS)
@@ -170,9 +171,11 @@ def format_record(rec: Dict[str, Any]) -> str:
 
 def run_parse(args: argparse.Namespace) -> int:
     out = sys.stdout
+    # on a terminal, control characters in the log are shown, not obeyed; a pipe gets them as they are
+    shown = visible_text if out.isatty() else str
     try:
         for rec in iter_records(read_lines(args.file)):
-            out.write((json.dumps(rec) if args.json else format_record(rec)) + "\n")
+            out.write((json.dumps(rec) if args.json else shown(format_record(rec))) + "\n")
         out.flush()
     except LogInputError as exc:
         print("spectui logs: %s" % exc, file=sys.stderr)
@@ -408,7 +411,7 @@ def run_summary(args: argparse.Namespace) -> int:
         if args.json:
             sys.stdout.write(json.dumps(summary) + "\n")
         else:
-            sys.stdout.write(format_summary(summary, "stdin" if args.file == "-" else args.file))
+            sys.stdout.write(for_stream(format_summary(summary, "stdin" if args.file == "-" else args.file), sys.stdout))
         sys.stdout.flush()
     except BrokenPipeError:
         _silence_stdout()

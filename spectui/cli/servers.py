@@ -13,8 +13,10 @@ from spectui.cli.hostopts import (add_host_options, explain_connect_error, refus
 from spectui.core.errors import AgentCallError, SpectuiError
 from spectui.core.flagcheck import check_on_host
 from spectui.core.profiles import ProfileError, load_profiles
+from spectui.core.profiles.secret_flags import redact_server_records
 from spectui.core.servers import SERVER_BENCHMARKED, ServerControl
 from spectui.core.session import HostTarget, open_session
+from spectui.core.textsafe import for_stream, visible
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -154,7 +156,8 @@ async def _run(args: argparse.Namespace, target: HostTarget) -> int:
             ctl.on_events(progress.on_event)
         if args.action == "list":
             servers = await ctl.list()
-            print(json.dumps({"servers": servers}, indent=2) if args.json else render_list(servers))
+            print(json.dumps({"servers": redact_server_records(servers)}, indent=2) if args.json
+                  else for_stream(render_list(servers), sys.stdout))
             return 0
         if args.action == "logs":
             return await _logs(ctl, args)
@@ -174,18 +177,23 @@ async def _run(args: argparse.Namespace, target: HostTarget) -> int:
                     refused.append(exc)
             progress.done()
             if args.json:
-                print(json.dumps({"stopped": results, "refused": [str(e) for e in refused]}, indent=2))
+                print(json.dumps({"stopped": redact_server_records(results), "refused": [str(e) for e in refused]},
+                                 indent=2))
             else:
                 for r in results:
                     st = r.get("stop") or {}
                     if r.get("already_stopped"):
-                        print(f"{r['name']}: was not running")
+                        print(f"{r['name']}: was not running" + (f" ({r['not_signalled']})" if r.get("not_signalled")
+                                                                 else ""))
                     else:
                         rel = ("GPU memory released in %.1f s" % st["release_s"]) if st.get("gpu_released") else \
                             (st.get("release_check") or "GPU release unknown")
                         print(f"{r['name']}: stopped in {st.get('exit_s', 0):.1f} s"
                               f"{' (SIGKILL after the grace period)' if st.get('killed') else ''}; {rel}"
                               + _cancelled(r))
+            for r in results:
+                if r.get("record_error"):
+                    print(f"spectui: {r['name']} was stopped, but {r['record_error']}", file=sys.stderr)
             for exc in refused:
                 print(f"spectui: {exc}", file=sys.stderr)
             return 1 if refused else 0
@@ -204,10 +212,12 @@ async def _run(args: argparse.Namespace, target: HostTarget) -> int:
             server = result["server"]
         progress.done()
         if args.json:
-            print(json.dumps(result, indent=2))
+            print(json.dumps(redact_server_records(result), indent=2))
+        for problem in result.get("record_errors") or []:
+            print(f"spectui: {problem}", file=sys.stderr)
         bad = _ended_badly(server)
         if bad:
-            print("spectui: " + bad, file=sys.stderr)
+            print(for_stream("spectui: " + bad, sys.stderr), file=sys.stderr)
             return 1
         if not args.json:
             took = ""
@@ -224,9 +234,11 @@ async def _run(args: argparse.Namespace, target: HostTarget) -> int:
 
 
 async def _logs(ctl: ServerControl, args: argparse.Namespace) -> int:
+    # on a terminal, control characters in the log are shown, not obeyed; a pipe gets the lines as they are
+    shown = visible if sys.stdout.isatty() else str
     r = await ctl.logs(args.profile, lines=args.lines)
     for line in r["lines"]:
-        print(line)
+        print(shown(line))
     sys.stdout.flush()
     offset = r["offset"]
     while args.follow:
@@ -235,7 +247,7 @@ async def _logs(ctl: ServerControl, args: argparse.Namespace) -> int:
         if r["reset"]:
             print(f"--- {args.profile}: log restarted ---")
         for line in r["lines"]:
-            print(line)
+            print(shown(line))
         sys.stdout.flush()
         offset = r["offset"]
     return 0

@@ -20,6 +20,7 @@ from spectui.cli.hostopts import add_host_options, explain_connect_error, run_wi
 from spectui.core.errors import SpectuiError
 from spectui.core.profiles import ProfileError
 from spectui.core.session import HostTarget, open_session
+from spectui.core.textsafe import for_stream
 from spectui.core.source import (
     DEMO_VERSION,
     AlgorithmsView,
@@ -145,7 +146,7 @@ def _emit(args, data: dict, render) -> None:
     if args.json:
         print(json.dumps({"schema": SCHEMA.format(args.action), **data}, indent=2))
     else:
-        print(render(data))
+        print(for_stream(render(data), sys.stdout))  # host text: control characters shown on a terminal
 
 
 def _source_json(browser: SourceBrowser) -> dict:
@@ -222,7 +223,7 @@ async def _grep(args, browser: SourceBrowser, _profile) -> int:
         if args.json:
             return
         for h in hits:
-            print(f"{h.path}:{h.line}:{h.text}")
+            print(for_stream(f"{h.path}:{h.line}:{h.text}", sys.stdout))
         printed[0] += len(hits)
         sys.stdout.flush()
 
@@ -287,7 +288,7 @@ async def _algorithms(args, browser: SourceBrowser, _profile) -> int:
         print(json.dumps({"schema": SCHEMA.format("algorithms"), "source": _source_json(browser),
                           **algorithms_json(view)}, indent=2))
     else:
-        print(render_algorithms(view))
+        print(for_stream(render_algorithms(view), sys.stdout))
     return 0
 
 

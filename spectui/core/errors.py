@@ -45,6 +45,10 @@ class HostKeyChanged(HostKeyError):
     """known_hosts has a different key for this host: always refused."""
 
 
+class HostKeyRevoked(HostKeyChanged):
+    """known_hosts marks the offered key ``@revoked``: always refused."""
+
+
 class AgentStartError(ConnectError):
     """The host's Python could not run the agent (missing, too old, crashed at start)."""
 

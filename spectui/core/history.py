@@ -27,7 +27,8 @@ import io
 import json
 import sqlite3
 import time
-from contextlib import closing
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -37,7 +38,11 @@ from spectui.core.bench.table import OVERLAP_MARK, comparison_csv, render_compar
 from spectui.core.errors import SpectuiError
 from spectui.core.paths import user_data_dir
 
-SCHEMA_VERSION = 2  # 2: runs.overlapped_with
+# The file's schema, kept in its header (``PRAGMA user_version``): 1 the first release's tables,
+# 2 with ``runs.overlapped_with``. A file with 0 is new, or was written before the version was kept
+# there (its ``meta`` table says which): its tables are made or completed. ``MIGRATIONS[n]`` takes
+# a file from version n to n + 1; a file newer than this spectui is refused, never changed.
+SCHEMA_VERSION = 2
 FILENAME = "history.sqlite3"
 SCHEMA = """
 CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT);
@@ -121,6 +126,24 @@ def _add_missing_columns(db: sqlite3.Connection) -> None:
                 raise
 
 
+def _add_overlapped_with(db: sqlite3.Connection) -> None:
+    _add_missing_columns(db)
+
+
+MIGRATIONS = {1: _add_overlapped_with}
+
+
+def _meta_schema(db: sqlite3.Connection) -> int | None:
+    """The version an unversioned file's ``meta`` table records (None: no such table or row)."""
+    if db.execute("SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'meta'").fetchone() is None:
+        return None
+    row = db.execute("SELECT value FROM meta WHERE key = 'schema'").fetchone()
+    try:
+        return int(row[0]) if row is not None else None
+    except (TypeError, ValueError):
+        return None
+
+
 def default_path() -> Path:
     return user_data_dir() / FILENAME
 
@@ -132,18 +155,91 @@ def _dumps(obj: Any) -> str:
 class HistoryStore:
     def __init__(self, path: str | Path | None = None):
         self.path = Path(path) if path is not None else default_path()
-        self.path.parent.mkdir(parents=True, exist_ok=True)
-        with closing(self._connect()) as db, db:
-            db.executescript(SCHEMA)
-            _add_missing_columns(db)
-            db.execute("INSERT OR IGNORE INTO meta (key, value) VALUES ('schema', ?)", (str(SCHEMA_VERSION),))
-            db.execute("UPDATE meta SET value = ? WHERE key = 'schema' AND CAST(value AS INTEGER) < ?",
-                       (str(SCHEMA_VERSION), SCHEMA_VERSION))
+        if self.path.is_dir():
+            raise HistoryError(f"{self.path} is a folder where the history database should be; move it aside, "
+                               "or set SPECTUI_DATA_DIR to another folder")
+        try:
+            self.path.parent.mkdir(parents=True, exist_ok=True)
+        except OSError as exc:
+            raise HistoryError(f"cannot create the folder {self.path.parent} for the history database "
+                               f"({exc.strerror or exc}); make it writable, or set SPECTUI_DATA_DIR to "
+                               "another folder") from None
+        with self._open() as db:
+            self._migrate(db)
 
     def _connect(self) -> sqlite3.Connection:
         db = sqlite3.connect(str(self.path), timeout=30)
         db.row_factory = sqlite3.Row
         return db
+
+    @contextmanager
+    def _open(self, write: bool = False) -> Iterator[sqlite3.Connection]:
+        """A connection; with ``write``, one transaction. SQLite's errors leave as one ``HistoryError``."""
+        try:
+            db = self._connect()
+        except sqlite3.Error as exc:
+            raise self._unusable(exc) from None
+        try:
+            if write:
+                with db:
+                    yield db
+            else:
+                yield db
+        except sqlite3.Error as exc:
+            raise self._unusable(exc) from None
+        finally:
+            db.close()
+
+    def _unusable(self, exc: sqlite3.Error) -> HistoryError:
+        text = str(exc)
+        if "readonly" in text:
+            return HistoryError(f"the history database {self.path} is read-only ({text}); make it and its folder "
+                                "writable, or set SPECTUI_DATA_DIR to a writable folder")
+        if "unable to open" in text:
+            return HistoryError(f"cannot open the history database {self.path} ({text}); check that it and its "
+                                "folder are readable and writable, or set SPECTUI_DATA_DIR to another folder")
+        if "locked" in text or "busy" in text:
+            return HistoryError(f"the history database {self.path} is locked by another program ({text}); "
+                                "try again once it is done")
+        return HistoryError(f"{self.path} is not a usable history database ({text}); move it aside (spectui "
+                            "then starts a new one) or restore it from a backup")
+
+    def _future(self, version: int) -> HistoryError:
+        return HistoryError(f"{self.path} holds history schema {version}, newer than the {SCHEMA_VERSION} this "
+                            "spectui reads; upgrade spectui, or set SPECTUI_DATA_DIR to another folder")
+
+    def _migrate(self, db: sqlite3.Connection) -> None:
+        """Bring the file to ``SCHEMA_VERSION`` (one transaction); a file already there is not written."""
+        version = db.execute("PRAGMA user_version").fetchone()[0]
+        if version == SCHEMA_VERSION:
+            return
+        if version > SCHEMA_VERSION:
+            raise self._future(version)
+        db.isolation_level = None  # the transaction is ours: BEGIN IMMEDIATE holds off another migration
+        db.execute("BEGIN IMMEDIATE")
+        try:
+            version = db.execute("PRAGMA user_version").fetchone()[0]
+            if version > SCHEMA_VERSION:
+                raise self._future(version)
+            if version == 0:
+                recorded = _meta_schema(db)
+                if recorded is not None and recorded > SCHEMA_VERSION:
+                    raise self._future(recorded)
+                for statement in SCHEMA.split(";"):
+                    if statement.strip():
+                        db.execute(statement)
+                _add_missing_columns(db)
+            else:
+                for step in range(version, SCHEMA_VERSION):
+                    MIGRATIONS[step](db)
+            db.execute("INSERT OR IGNORE INTO meta (key, value) VALUES ('schema', ?)", (str(SCHEMA_VERSION),))
+            db.execute("UPDATE meta SET value = ? WHERE key = 'schema'", (str(SCHEMA_VERSION),))
+            db.execute(f"PRAGMA user_version = {int(SCHEMA_VERSION)}")
+            db.execute("COMMIT")
+        except BaseException:
+            if db.in_transaction:
+                db.execute("ROLLBACK")
+            raise
 
     # --- runs --------------------------------------------------------------------------------
     def save_run(self, run: RunResult | dict, comparison_key: str | None = None) -> int:
@@ -157,7 +253,7 @@ class HistoryStore:
         values = (d["run_id"], d["host"], d.get("started_at"), time.time(), d.get("profile"), d.get("profile_hash"),
                   preset, d.get("concurrency"), d.get("repeat"), d.get("engine"), d["state"], d.get("reason"),
                   d.get("comparison_key"), _dumps(d), overlapped)
-        with closing(self._connect()) as db, db:
+        with self._open(write=True) as db:
             row = db.execute("SELECT id FROM runs WHERE host = ? AND run_id = ?", (d["host"], d["run_id"])).fetchone()
             if row is None:
                 cur = db.execute(
@@ -172,21 +268,21 @@ class HistoryStore:
 
     def refs(self) -> dict[tuple[str, str], str]:
         """{(host, host run id): history id} of every run kept: to name an overlapped run's other runs."""
-        with closing(self._connect()) as db:
+        with self._open() as db:
             return {(r["host"], r["run_id"]): str(r["id"]) for r in db.execute("SELECT id, host, run_id FROM runs")}
 
     def overlapped(self) -> list[dict]:
         """The runs marked overlapped (another run measured the same server meanwhile), oldest first."""
-        with closing(self._connect()) as db:
+        with self._open() as db:
             rows = db.execute("SELECT id, data FROM runs WHERE overlapped_with IS NOT NULL ORDER BY id").fetchall()
         return [dict(json.loads(r["data"]), id=r["id"]) for r in rows]
 
     def has_run(self, host: str, run_id: str) -> bool:
-        with closing(self._connect()) as db:
+        with self._open() as db:
             return db.execute("SELECT 1 FROM runs WHERE host = ? AND run_id = ?", (host, run_id)).fetchone() is not None
 
     def run(self, run_id: int) -> dict:
-        with closing(self._connect()) as db:
+        with self._open() as db:
             row = db.execute("SELECT id, data FROM runs WHERE id = ?", (int(run_id),)).fetchone()
         if row is None:
             raise HistoryError(f"there is no run {run_id} in the history ({self.path}); see 'spectui history list'")
@@ -199,7 +295,7 @@ class HistoryStore:
             q += " WHERE comparison_key = ?"
             args = (comparison_key,)
         q += " ORDER BY id"
-        with closing(self._connect()) as db:
+        with self._open() as db:
             rows = db.execute(q, args).fetchall()
         out = [dict(json.loads(r["data"]), id=r["id"]) for r in rows]
         return out[-limit:] if limit else out
@@ -213,7 +309,7 @@ class HistoryStore:
         values = (key, d.get("created_at") or time.time(), d.get("host"), (d.get("preset") or {}).get("name"),
                   d.get("baseline"), ",".join(p["name"] for p in d.get("profiles") or []), d.get("state") or "complete",
                   _dumps(d))
-        with closing(self._connect()) as db, db:
+        with self._open(write=True) as db:
             row = db.execute("SELECT id FROM comparisons WHERE key = ?", (key,)).fetchone()
             if row is None:
                 cur = db.execute("INSERT INTO comparisons (key, created_at, host, preset, baseline, profiles, state, data)"
@@ -231,14 +327,14 @@ class HistoryStore:
         n = str(cid).lstrip("cC")
         if not n.isdigit():
             raise HistoryError(f"{cid!r} is not a comparison id (c1, c2, ...)")
-        with closing(self._connect()) as db:
+        with self._open() as db:
             row = db.execute("SELECT id, data FROM comparisons WHERE id = ?", (int(n),)).fetchone()
         if row is None:
             raise HistoryError(f"there is no comparison c{n} in the history ({self.path}); see 'spectui history list'")
         return dict(json.loads(row["data"]), id=f"c{row['id']}")
 
     def comparisons(self) -> list[dict]:
-        with closing(self._connect()) as db:
+        with self._open() as db:
             rows = db.execute("SELECT id, data FROM comparisons ORDER BY id").fetchall()
         return [dict(json.loads(r["data"]), id=f"c{r['id']}") for r in rows]
 
@@ -259,7 +355,7 @@ class HistoryStore:
         prov = d.get("provenance") or {}
         values = (d.get("host"), d.get("profile"), d.get("profile_hash"), d.get("measured_at"), float(recorded),
                   prov.get("kind"), _dumps(d))
-        with closing(self._connect()) as db, db:
+        with self._open(write=True) as db:
             row = db.execute("SELECT id FROM probes WHERE host IS ? AND profile IS ? AND recorded_at = ?",
                              (d.get("host"), d.get("profile"), float(recorded))).fetchone()
             if row is None:
@@ -274,7 +370,7 @@ class HistoryStore:
         n = str(pid).strip().lstrip("pP")
         if not n.isdigit():
             raise HistoryError(f"{pid!r} is not a probe id (p1, p2, ...)")
-        with closing(self._connect()) as db:
+        with self._open() as db:
             row = db.execute("SELECT id, data FROM probes WHERE id = ?", (int(n),)).fetchone()
         if row is None:
             raise HistoryError(f"there is no probe p{n} in the history ({self.path}); see 'spectui history list'")
@@ -293,7 +389,7 @@ class HistoryStore:
         if where:
             q += " WHERE " + " AND ".join(where)
         q += " ORDER BY COALESCE(measured_at, recorded_at), recorded_at, id"
-        with closing(self._connect()) as db:
+        with self._open() as db:
             rows = db.execute(q, args).fetchall()
         return [dict(json.loads(r["data"]), id=f"p{r['id']}") for r in rows]
 
@@ -323,7 +419,7 @@ class HistoryStore:
         """Runs and comparisons, oldest first (the rows of ``history list``)."""
         out = []
         refs = self.refs()
-        with closing(self._connect()) as db:
+        with self._open() as db:
             for r in db.execute("SELECT id, host, data, overlapped_with FROM runs").fetchall():
                 d = json.loads(r["data"])
                 s = d.get("stats") or {}

@@ -176,14 +176,19 @@ class HostLink:
         self._changed()
         await asyncio.sleep(seconds)
 
+    def reply_age_s(self) -> float | None:
+        """Seconds since the host last sent anything on the current session (None when there is none)."""
+        return self.session.client.reply_age_s() if self.session is not None else None
+
     async def _ping_loop(self) -> None:
+        """Follow the session's keepalive (it pings, and ends a frozen session) for the header, each second."""
         while True:
-            await asyncio.sleep(5)
-            try:
-                self.rtt_ms = 1000 * await self.session.client.rtt()
+            await asyncio.sleep(1)
+            rtt = self.session.client.rtt_s if self.session is not None else None
+            age = self.reply_age_s()
+            if (rtt is not None and 1000 * rtt != self.rtt_ms) or (age is not None and age >= 2):
+                self.rtt_ms = 1000 * rtt if rtt is not None else self.rtt_ms
                 self._changed()
-            except (Disconnected, AgentCallError):
-                return
 
     async def close(self) -> None:
         self._closing = True

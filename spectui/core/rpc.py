@@ -13,6 +13,8 @@ from spectui.core.errors import AgentCallError, AgentStartError, Disconnected
 from spectui.core.transport.base import AgentPipe
 
 PROTOCOL_VERSION = 1
+PING_INTERVAL_S = 2.0   # a ping this often while the link is idle
+PING_DEADLINE_S = 5.0   # nothing at all from the agent for this long, a ping outstanding: the link is dead
 
 
 @dataclass(frozen=True)
@@ -40,6 +42,9 @@ class AgentClient:
         self.closed = asyncio.Event()
         self.close_reason: str | None = None
         self._closing = False
+        self.last_reply_at: float | None = None  # time.monotonic() when the agent last sent anything
+        self.rtt_s: float | None = None          # the latest ping's round trip
+        self._keepalive: asyncio.Task | None = None
 
     # --- start -----------------------------------------------------------------------
     async def handshake(self, python: str, timeout: float = 20.0) -> dict:
@@ -71,6 +76,7 @@ class AgentClient:
         if hello.get("agent_hash") != self.expected_hash:
             raise AgentStartError(f"The agent on {self.host_label} is not the one sent (hash mismatch).")
         self.hello = hello
+        self.last_reply_at = time.monotonic()
         self._reader = asyncio.create_task(self._read_loop(), name="agent-reader")
         return hello
 
@@ -95,11 +101,44 @@ class AgentClient:
         finally:
             self._pending.pop(req_id, None)
 
-    async def rtt(self) -> float:
+    async def rtt(self, timeout: float = 10.0) -> float:
         """Round-trip time of a ping, in seconds."""
         t0 = time.perf_counter()
-        await self.call("ping", timeout=10)
-        return time.perf_counter() - t0
+        await self.call("ping", timeout=timeout)
+        self.rtt_s = time.perf_counter() - t0
+        return self.rtt_s
+
+    # --- liveness ----------------------------------------------------------------------
+    def reply_age_s(self) -> float | None:
+        """Seconds since the agent last sent anything (a reply, an event, a pong)."""
+        return None if self.last_reply_at is None else max(0.0, time.monotonic() - self.last_reply_at)
+
+    def start_keepalive(self, interval_s: float = PING_INTERVAL_S, deadline_s: float = PING_DEADLINE_S) -> None:
+        """Ping every ``interval_s``; when nothing at all has come from the agent for ``deadline_s`` while
+        a ping waits, end the session as disconnected (a frozen link: TCP alone takes minutes to say)."""
+        if self._keepalive is None and self._reader is not None:
+            self._keepalive = asyncio.create_task(self._keepalive_loop(interval_s, deadline_s), name="agent-keepalive")
+
+    async def _keepalive_loop(self, interval_s: float, deadline_s: float) -> None:
+        while not self.closed.is_set():
+            try:
+                await self.rtt(timeout=deadline_s)
+            except Disconnected:
+                return
+            except AgentCallError:
+                age = self.reply_age_s()
+                if age is not None and age >= deadline_s:
+                    self._lost(f"{self.host_label} stopped answering: nothing received for {age:.0f} s "
+                               f"(the link or the host is frozen).")
+                    return
+                continue  # something else arrived meanwhile: alive, only slow to answer pings
+            await asyncio.sleep(interval_s)
+
+    def _lost(self, reason: str) -> None:
+        """Give up on a link that stopped answering: waiters fail with :class:`Disconnected` now."""
+        self._finish(reason)
+        if self._reader is not None:
+            self._reader.cancel()
 
     async def _read_loop(self) -> None:
         reason = None
@@ -108,6 +147,7 @@ class AgentClient:
                 line = await self.pipe.readline()
                 if not line:
                     break
+                self.last_reply_at = time.monotonic()
                 try:
                     msg = json.loads(line)
                 except ValueError:
@@ -125,6 +165,8 @@ class AgentClient:
                     ev = Event(msg.get("event", ""), msg.get("data") or {}, time.time())
                     for fn in list(self._listeners):
                         fn(ev)
+        except asyncio.CancelledError:
+            return  # given up on (:meth:`_lost`) or closed
         except Exception as exc:  # a transport failing mid-read ends the session, cleanly
             reason = f"Disconnected from {self.host_label}: {exc}."
         self._finish(reason)
@@ -148,9 +190,12 @@ class AgentClient:
 
     async def close(self, timeout: float = 5.0) -> int | None:
         """Close stdin (the agent exits) and wait for it."""
+        lost = self.closed.is_set()  # the link died first: no agent is there to wait for
         self._closing = True
+        if self._keepalive is not None:
+            self._keepalive.cancel()
         self.pipe.close_stdin()
-        status = await self.pipe.wait_exit(timeout)
+        status = await self.pipe.wait_exit(min(timeout, 1.0) if lost else timeout)
         if self._reader is not None:
             try:
                 await asyncio.wait_for(self._reader, 2)

@@ -2,10 +2,14 @@
 
 from __future__ import annotations
 
+import asyncio
 import sys
+import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from spectui.core.agent_bundle import build_bundle
+from spectui.core.errors import AuthFailed, HostKeyError, KeyPassphraseNeeded, SpectuiError
 from spectui.core.paths import HOST_STATE_DEFAULT, demo_state_dir
 from spectui.core.rpc import AgentClient
 from spectui.core.transport.base import Transport
@@ -69,7 +73,10 @@ class Session:
             await self.transport.close()
 
 
-async def open_session(target: HostTarget, *, handshake_timeout: float = 30.0) -> Session:
+async def open_session(target: HostTarget, *, handshake_timeout: float = 30.0, keepalive: bool = True) -> Session:
+    """Connect, start the agent and shake hands; with ``keepalive`` the client pings every
+    :data:`~spectui.core.rpc.PING_INTERVAL_S` and ends the session as disconnected when the host
+    has sent nothing for :data:`~spectui.core.rpc.PING_DEADLINE_S` (a frozen link)."""
     transport = target.make_transport()
     await transport.connect()
     try:
@@ -82,4 +89,36 @@ async def open_session(target: HostTarget, *, handshake_timeout: float = 30.0) -
     except BaseException:
         await transport.close()
         raise
+    if keepalive:
+        client.start_keepalive()
     return Session(target, transport, client)
+
+
+RECONNECT_FIRST_WAIT_S = 1.0
+RECONNECT_MAX_WAIT_S = 15.0
+
+
+async def reopen_session(target: HostTarget, *, within_s: float,
+                         on_retry: Callable[[str, float], None] | None = None) -> Session:
+    """A new session on ``target`` after a drop: try now, then again with doubling waits (1, 2, 4 ... s,
+    at most 15) until ``within_s`` has passed; raises the last attempt's error then.
+
+    Errors that need the user (host key, authentication, passphrase) are raised at once. ``on_retry``
+    hears each failed attempt's sentence and the wait before the next one.
+    """
+    deadline = time.monotonic() + max(0.0, within_s)
+    wait = RECONNECT_FIRST_WAIT_S
+    while True:
+        try:
+            return await open_session(target)
+        except (HostKeyError, AuthFailed, KeyPassphraseNeeded):
+            raise
+        except (SpectuiError, OSError) as exc:
+            left = deadline - time.monotonic()
+            if left <= 0:
+                raise
+            pause = min(wait, left)
+            if on_retry is not None:
+                on_retry(str(exc), pause)
+            await asyncio.sleep(pause)
+            wait = min(RECONNECT_MAX_WAIT_S, wait * 2)

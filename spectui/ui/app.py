@@ -32,6 +32,7 @@ from spectui.core.live import HostLink, LinkState
 from spectui.core.profiles import Profile, ProfileLibrary, load_profiles
 from spectui.core.servers import launch_command, profile_gpus
 from spectui.core.session import HostTarget
+from spectui.core.textsafe import visible_text
 from spectui.ui import derive, keys, snapshots
 from spectui.ui.actions.bench import BenchActions
 from spectui.ui.actions.probe import ProbeActions
@@ -124,8 +125,10 @@ class SpectuiApp(BenchActions, ProbeActions, SourceActions, App):
 
     def notify(self, message: str, *, title: str = "", severity="information", timeout: float | None = None,
                markup: bool = False) -> None:
-        # Messages quote hosts ("[host]:port"), paths and commands: never read them as markup.
-        super().notify(message, title=title, severity=severity, timeout=timeout, markup=markup)
+        # Messages quote hosts ("[host]:port"), paths, commands and what a server said: never read them
+        # as markup, and show their control characters rather than pass them to the terminal.
+        super().notify(visible_text(message), title=visible_text(title), severity=severity, timeout=timeout,
+                       markup=markup)
 
     # --- the connection worker ---------------------------------------------------------------------------------
     @work(exclusive=True, group="connection", exit_on_error=False)

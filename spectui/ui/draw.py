@@ -3,6 +3,10 @@
 Every panel of the dashboard is one Line-API widget; its rows are built here as
 :class:`Row` objects (a list of ``(text, style)`` runs) and turned into Textual ``Strip``
 objects once per change. Nothing here knows about the host or Textual's widgets.
+
+Every run of text passes through ``Row.add``, which shows control characters instead of
+passing them to the terminal (``spectui.core.textsafe.visible``): a server log line holding
+``ESC[2J`` is drawn as ``␛[2J``, whichever panel shows it.
 """
 
 from __future__ import annotations
@@ -15,6 +19,8 @@ from rich.cells import cell_len
 from rich.segment import Segment
 from rich.style import Style
 from textual.strip import Strip
+
+from spectui.core.textsafe import visible
 
 EIGHTHS = " ▏▎▍▌▋▊▉█"   # horizontal, left to right
 LEVELS = " ▁▂▃▄▅▆▇█"    # vertical, bottom to top
@@ -84,6 +90,7 @@ class Row:
 
     def add(self, text: str, style: Style | None = None) -> "Row":
         if text:
+            text = visible(text)
             self.runs.append((text, style))
             self.width += cell_len(text)
         return self

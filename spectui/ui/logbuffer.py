@@ -1,8 +1,15 @@
-"""The console's copy of one server's log: lines fetched from the host by offset, bounded."""
+"""The console's copy of one server's log: lines fetched from the host by offset, bounded.
+
+Lines are made visible as they arrive (``spectui.core.textsafe.visible``): a control character a
+client put in the log (``--log-requests`` logs request text) is shown, never sent to the terminal,
+and search, wrap and widths all work on what is shown.
+"""
 
 from __future__ import annotations
 
 from collections import deque
+
+from spectui.core.textsafe import visible
 
 MAX_LINES = 20000
 
@@ -25,7 +32,7 @@ class LogBuffer:
             changed = True
         new = reply.get("lines") or []
         if new:
-            self.lines.extend(new)
+            self.lines.extend(visible(str(line)) for line in new)
             changed = True
         self.offset = reply.get("offset", self.offset)
         self.error = None

@@ -13,6 +13,7 @@ from collections.abc import Sequence
 from spectui.core.live import HostLink, LinkState
 from spectui.core.profiles import Profile
 from spectui.core.server_frames import Measured, ServerFrame, ServerSeries
+from spectui.core.textsafe import one_line
 from spectui.ui import derive
 from spectui.ui.draw import clean
 from spectui.ui.views import (
@@ -72,6 +73,9 @@ def profile_algorithm(record: dict | None, profile: Profile | None, frame: Serve
 
 
 # --- header and banner ------------------------------------------------------------------------------------
+REPLY_LATE_S = 3.0  # the host pings every 2 s: silence this long shows as "last reply N s ago", not a latency
+
+
 def header_view(link: HostLink, *, traffic: bool | None, busy: str | None, interconnect: str | None = None,
                 traffic_paused: bool = False, traffic_streams: int | None = None) -> HeaderView:
     facts = link.facts or {}
@@ -93,8 +97,11 @@ def header_view(link: HostLink, *, traffic: bool | None, busy: str | None, inter
     if link.target.kind == "ssh" and hostname and hostname not in host:
         host = f"{host} ({hostname})"
     rtt = None if link.rtt_ms is None else round(link.rtt_ms, 1)
+    age = link.reply_age_s()
+    silent = int(age) if age is not None and age >= REPLY_LATE_S else None
     return HeaderView(host, link.target.kind, bool(facts.get("simulated", link.target.simulated)), model, count,
-                      sglang, link.state.value, rtt, traffic, busy, interconnect, traffic_paused, traffic_streams)
+                      sglang, link.state.value, rtt, traffic, busy, interconnect, traffic_paused, traffic_streams,
+                      silent)
 
 
 def banner_view(link: HostLink, activity: str | None = None) -> BannerView:
@@ -123,7 +130,7 @@ def profiles_view(link: HostLink | None, profiles: Sequence[Profile], highlight:
         if rec and state == "loading" and isinstance(rec.get("progress"), dict):
             pct = rec["progress"].get("percent")
         rows.append(ProfileRow(i + 1, p.name, p.algorithm, settings_text(p.speculative_settings()), state, pct,
-                               p.description, p.model, p.name in marked))
+                               one_line(p.description), one_line(p.model), p.name in marked))
     return ProfilesView(tuple(rows), highlight, switching, tuple(errors), tuple(marked),
                         baseline if marked else None)
 

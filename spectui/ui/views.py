@@ -55,6 +55,7 @@ class HeaderView:
     interconnect: str | None = None  # "8x H100 80GB HBM3, NVLink (18 links), NVSwitch", from the host's topology
     traffic_paused: bool = False   # the demo traffic is paused while a benchmark measures
     traffic_streams: int | None = None  # concurrent demo requests (c cycles 1 / 4 / 16)
+    reply_age_s: int | None = None  # whole seconds since the host last answered, once that is longer than a ping takes
 
 
 @dataclass(frozen=True)

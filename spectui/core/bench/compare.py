@@ -17,7 +17,7 @@ from __future__ import annotations
 import asyncio
 import time
 import uuid
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from typing import Any
 
@@ -286,7 +286,8 @@ async def run_comparison(session: Session, profiles: list[Profile], preset: Pres
                          baseline: str | None = None, engine: str = "spectui", store=None,
                          on_event: Callable[[CompareEvent], None] | None = None, force: bool = False,
                          stop_after: bool = False, switch_timeout_s: float = 1800.0,
-                         allow_overlap: bool = False) -> dict:
+                         allow_overlap: bool = False,
+                         reconnect: Callable[[Disconnected, str], Awaitable[Session]] | None = None) -> dict:
     """Compare ``profiles`` under ``preset`` on ``session``'s host; returns the comparison dict.
 
     A run against a server that another live run measures is refused by the host (the
@@ -296,6 +297,11 @@ async def run_comparison(session: Session, profiles: list[Profile], preset: Pres
     ``store`` (a :class:`~spectui.core.history.HistoryStore`) receives every run as it ends and
     the comparison at the end; a cancelled comparison (task cancelled, Ctrl-C) cancels the run
     in flight on the host, saves what it measured marked interrupted, and re-raises.
+
+    A connection lost while a run measures goes to ``reconnect(error, run_id)`` when given: the
+    session it returns follows the run on (the run goes on on the host meanwhile). Without it, or
+    when it raises, the comparison is saved interrupted with the run in flight in
+    ``pending_run_ids``; :func:`link_collected_runs` adds that run once it is collected.
     """
     if not profiles:
         raise BenchError("give at least one profile to compare")
@@ -319,10 +325,12 @@ async def run_comparison(session: Session, profiles: list[Profile], preset: Pres
             for p in profiles}
     restore_traffic = await pause_demo_traffic(session)
 
-    def finish(state: str, reason: str | None) -> dict:
+    def finish(state: str, reason: str | None, pending: list[str] | None = None) -> dict:
         comp = build_comparison(results, profiles=names, baseline=baseline, preset=preset, host=host,
                                 gpus=prov.get("gpus"), sglang_version=_version(results, prov), engine=engine,
                                 failures=failures, profile_meta=meta, state=state, reason=reason)
+        if pending:
+            comp["pending_run_ids"] = list(pending)
         if store is not None:
             attach_predicted_l_star(comp, store)
             comp["id"] = store.save_comparison(comp, key)
@@ -361,11 +369,19 @@ async def run_comparison(session: Session, profiles: list[Profile], preset: Pres
                         if p.run_id == _id:
                             emit(CompareEvent("progress", _n, _c, _r, _i, total, _id, progress=p))
 
-                    stop = client.on_progress(on_progress)
-                    try:
-                        result = await handle.wait()
-                    finally:
-                        stop()
+                    while True:
+                        stop = client.on_progress(on_progress)
+                        try:
+                            result = await handle.wait()
+                            break
+                        except Disconnected as exc:
+                            if reconnect is None:
+                                raise
+                            session = await reconnect(exc, run_id)
+                            ctl, client, handle.session = ServerControl(session), BenchClient(session), session
+                            await client.watch(run_id)
+                        finally:
+                            stop()
                     handle = None
                     result.profile_content = profile.redacted()
                     results.append(result)
@@ -390,7 +406,9 @@ async def run_comparison(session: Session, profiles: list[Profile], preset: Pres
         emit(CompareEvent("interrupted", index=index, total=total, detail=reason))
         raise
     except Disconnected as exc:
-        finish("interrupted", f"disconnected: {exc} (the run in flight goes on on the host; collect it later)")
+        pending = [handle.run_id] if handle is not None else []
+        finish("interrupted", f"disconnected: {exc}" + (" (the run in flight goes on on the host; collect it later)"
+                                                        if pending else ""), pending)
         emit(CompareEvent("interrupted", index=index, total=total, detail=str(exc)))
         raise
     finally:
@@ -403,6 +421,35 @@ async def run_comparison(session: Session, profiles: list[Profile], preset: Pres
             await asyncio.shield(restore_traffic())
         except (Disconnected, AgentCallError, asyncio.CancelledError):
             pass
+
+
+def link_collected_runs(store, results: list[RunResult]) -> list[str]:
+    """Add collected runs to the interrupted comparisons they belong to (their ``comparison_key``):
+    each such comparison is built again from all its runs in ``store``, keeping its state and
+    profiles; the runs it was waiting for leave ``pending_run_ids``. Returns the comparison ids updated."""
+    keys = {r.comparison_key for r in results if r.comparison_key}
+    updated = []
+    for comp in store.comparisons() if keys else []:
+        key = comp.get("key")
+        if key not in keys:
+            continue
+        runs = [RunResult.from_dict(d) for d in store.runs(comparison_key=key)]
+        rows = comp.get("profiles") or []
+        rebuilt = build_comparison(
+            runs, profiles=[row["name"] for row in rows], baseline=comp["baseline"],
+            preset=Preset.from_dict(comp["preset"]), host=comp.get("host"), gpus=comp.get("gpus"),
+            sglang_version=comp.get("sglang_version"), engine=comp.get("engine") or "spectui",
+            failures={row["name"]: row["failed"] for row in rows if row.get("failed")},
+            profile_meta={row["name"]: {"hash": row.get("hash"), "speculative": row.get("speculative")} for row in rows},
+            state=comp.get("state") or "interrupted", reason=comp.get("reason"))
+        rebuilt["created_at"] = comp.get("created_at") or rebuilt["created_at"]
+        collected = {r.run_id for r in runs}
+        pending = [rid for rid in comp.get("pending_run_ids") or [] if rid not in collected]
+        if pending:
+            rebuilt["pending_run_ids"] = pending
+        attach_predicted_l_star(rebuilt, store)
+        updated.append(store.save_comparison(rebuilt, key))
+    return updated
 
 
 async def _stop_all(ctl: ServerControl, names: list[str]) -> None:

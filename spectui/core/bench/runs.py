@@ -19,31 +19,13 @@ from spectui.core.bench.datasets import PromptSet
 from spectui.core.bench.presets import Preset
 from spectui.core.bench.stats import run_stats
 from spectui.core.errors import AgentCallError, Disconnected
+from spectui.core.profiles.secret_flags import redact_argv, redact_profile_dict
 from spectui.core.rpc import Event
 from spectui.core.session import Session
 
 FINAL_STATES = ("done", "failed", "interrupted")
 BENCH_BUSY = "bench_busy"  # the agent's error code: the server is being benchmarked by another live run
 ENGINES = ("spectui", "sglang")
-SECRET_FLAGS = ("--api-key", "--admin-api-key")
-
-
-def redact_argv(argv: list[str] | None) -> list[str] | None:
-    """The launch argv with the values of secret flags masked."""
-    if argv is None:
-        return None
-    out, hide = [], False
-    for a in argv:
-        if hide:
-            out.append("<redacted>")
-            hide = False
-            continue
-        if a in SECRET_FLAGS:
-            hide = True
-        elif any(a.startswith(f + "=") for f in SECRET_FLAGS):
-            a = a.split("=", 1)[0] + "=<redacted>"
-        out.append(a)
-    return out
 
 
 def build_spec(preset: Preset, concurrency: int | None, *, warmup: bool = True, engine: str = "spectui",
@@ -264,7 +246,7 @@ def result_from(collector: RunCollector, *, host: str, gpus: list[str] | None = 
         server=server.get("name") or collector.status.get("server"),
         profile=labels.get("profile") or server.get("name"),
         profile_hash=labels.get("profile_hash") or server.get("profile_hash"),
-        profile_content=profile_content or labels.get("profile_content"),
+        profile_content=redact_profile_dict(profile_content or labels.get("profile_content")),
         launch_argv=redact_argv(launch_argv or server.get("argv")),
         preset=labels.get("preset_content"), concurrency=spec.get("concurrency", labels.get("concurrency")),
         request_rate=spec.get("request_rate"), repeat=labels.get("repeat"), engine=engine,
@@ -414,7 +396,7 @@ async def start_run(session: Session, preset: Preset, *, server: str, concurrenc
     prov = provenance if provenance is not None else await host_provenance(session)
     servers = (await session.client.call("servers.list", timeout=30))["servers"]
     record = next((s for s in servers if s["name"] == server), None)
-    profile_content = (record or {}).get("profile")
+    profile_content = redact_profile_dict((record or {}).get("profile"))
     lab = dict(labels or {})
     lab.setdefault("profile", server)
     lab.setdefault("profile_hash", (record or {}).get("profile_hash"))

@@ -12,6 +12,7 @@ import shlex
 from typing import Any
 
 from spectui.core.profiles.model import Profile
+from spectui.core.profiles.secret_flags import redact_argv
 
 #: What replaces the profile's launcher on a simulated host.
 SIM_LAUNCHER: tuple[str, ...] = ("-m", "spectui.sim.server")
@@ -79,5 +80,6 @@ def build_env(profile: Profile) -> dict[str, str]:
 
 
 def format_command(argv: list[str]) -> str:
-    """The argv as one shell-quoted line, for display (it holds no env values)."""
-    return shlex.join(argv)
+    """The argv as one shell-quoted line, for display: no env values, and the values of secret
+    flags (``--api-key``, see ``secret_flags``) shown as ``<redacted>``."""
+    return shlex.join(redact_argv(argv))

@@ -1,8 +1,9 @@
 """``Profile``: one fully resolved server profile (``extends`` applied, defaults filled in).
 
-A Profile is what the rest of spectui works with. Its ``env`` may hold secrets, so every way of
-showing it (``repr``, ``str``, ``redacted()``, ``to_dict()``) masks the env values; only
-``build_env`` hands them out, for the process that starts the server.
+A Profile is what the rest of spectui works with. Its ``env`` and secret ``args`` (``api-key``, see
+``secret_flags``) may hold secrets, so every way of showing it (``repr``, ``str``, ``redacted()``,
+``to_dict()``) masks those values; only ``build_env`` and ``build_argv`` hand them out, for the
+process that starts the server.
 """
 
 from __future__ import annotations
@@ -12,10 +13,11 @@ import json
 from dataclasses import dataclass, field
 from typing import Any
 
+from spectui.core.profiles.secret_flags import REDACTED, redact_args
+
 DEFAULT_LAUNCHER: tuple[str, ...] = ("-m", "sglang.launch_server")
 DEFAULT_HOST = "127.0.0.1"
 DEFAULT_PORT = 30000
-REDACTED = "<redacted>"
 
 
 @dataclass(frozen=True)
@@ -121,7 +123,7 @@ class Profile:
         return Location(self.source) if self.source else None
 
     def redacted(self) -> dict[str, Any]:
-        """A plain dict for display, with every ``env`` value replaced by ``<redacted>``."""
+        """A plain dict for display, with every ``env`` value and secret ``args`` value replaced by ``<redacted>``."""
         return {
             "name": self.name,
             "description": self.description,
@@ -132,7 +134,7 @@ class Profile:
             "port": self.port,
             "gpus": list(self.gpus) if self.gpus is not None else None,
             "env": {k: REDACTED for k in self.env},
-            "args": dict(self.args),
+            "args": redact_args(self.args),
             "sim": dict(self.sim),
             "tags": list(self.tags),
             "metrics": self.metrics,
@@ -148,7 +150,7 @@ class Profile:
         return (
             f"Profile(name={self.name!r}, model={self.model!r}, algorithm={self.algorithm!r}, "
             f"host={self.host!r}, port={self.port!r}, gpus={self.gpus!r}, env={env!r}, "
-            f"args={self.args!r}, source={self.source!r})"
+            f"args={redact_args(self.args)!r}, source={self.source!r})"
         )
 
     def __str__(self) -> str:

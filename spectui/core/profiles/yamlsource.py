@@ -4,10 +4,18 @@ PyYAML's ``safe_load`` throws the node marks away; profiles need them so that an
 ``kimi-eagle3.yaml:7:5``. ``load_yaml`` composes the node tree with ``SafeLoader`` and builds the
 Python value itself, recording the 1-based line and column of each key and value by their path
 (``("args", "tp-size")``). It also rejects duplicate keys, which PyYAML would silently merge.
+
+Before any value is built, the file is held to limits that no profile comes near, so a hostile
+file (an alias "billion laughs", brackets nested a thousand deep, a log file opened by mistake)
+is refused in one sentence naming the file and line instead of eating seconds and gigabytes:
+``MAX_FILE_BYTES``, ``MAX_NODES`` (nodes once every alias is expanded), ``MAX_DEPTH``
+(nesting, aliases expanded), and no alias inside the node it names.
 """
 
 from __future__ import annotations
 
+import os
+import stat
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -17,6 +25,11 @@ import yaml
 from spectui.core.profiles.errors import ProfileError
 
 FieldPath = tuple  # of str (mapping keys) and int (sequence indexes)
+
+# A profile is a few KiB with some tens of keys; these bounds are far above any real one.
+MAX_FILE_BYTES = 256 * 1024
+MAX_NODES = 20_000
+MAX_DEPTH = 64
 
 
 @dataclass
@@ -67,6 +80,67 @@ def yaml_problem(exc: yaml.YAMLError, path: str) -> ProfileError:
     )
 
 
+def _refusal(message: str, path: str, mark: yaml.Mark | None) -> ProfileError:
+    return ProfileError(message, path=path, line=mark.line + 1 if mark is not None else None,
+                        column=mark.column + 1 if mark is not None else None)
+
+
+class _BoundedLoader(yaml.SafeLoader):
+    """``SafeLoader`` that measures the node graph as it is composed, aliases expanded.
+
+    Composing shares an anchored node between its aliases, so it stays cheap; what grows
+    without bound is the value built from it. Each node's expanded size and depth are known
+    when it is complete, and each alias adds its target's, so a bomb is refused at the alias
+    that crosses a limit, before anything is built.
+    """
+
+    def __init__(self, text: str, path: str) -> None:
+        super().__init__(text)
+        self.path = path
+        self._sizes: dict[int, tuple[int, int]] = {}  # id(node) -> (expanded nodes, expanded depth)
+        self._open = [[0, 0]]  # per collection being composed: [nodes below it, depth below it]
+
+    def _add(self, size: int, depth: int, mark: yaml.Mark, alias: str | None) -> None:
+        top = self._open[-1]
+        top[0] += size
+        top[1] = max(top[1], depth)
+        total = sum(level[0] for level in self._open)
+        if total > MAX_NODES:
+            if alias is not None:
+                raise _refusal(f"the alias *{alias} makes the YAML expand to more than {MAX_NODES} values "
+                               "(aliases repeated inside aliases); write the values out or drop the anchors",
+                               self.path, mark)
+            raise _refusal(f"the YAML holds more than {MAX_NODES} values by this point, where a profile or "
+                           "preset holds tens; check that this is the right file", self.path, mark)
+        if depth + len(self._open) - 1 > MAX_DEPTH:
+            what = f"the alias *{alias}" if alias is not None else "this value"
+            raise _refusal(f"{what} nests the YAML more than {MAX_DEPTH} levels deep, where a profile or "
+                           "preset needs a few; flatten it", self.path, mark)
+
+    def compose_node(self, parent, index):  # noqa: ANN001 - PyYAML's signature
+        event = self.peek_event()
+        if isinstance(event, yaml.AliasEvent):
+            node = super().compose_node(parent, index)
+            measured = self._sizes.get(id(node))
+            if measured is None:  # its node is still being composed: it would hold itself
+                raise _refusal(f"the alias *{event.anchor} refers to a node that contains it, "
+                               "which has no end; point it at a complete node", self.path, event.start_mark)
+            self._add(measured[0], measured[1], event.start_mark, event.anchor)
+            return node
+        if len(self._open) > MAX_DEPTH:
+            raise _refusal(f"the YAML nests more than {MAX_DEPTH} levels deep here, where a profile or "
+                           "preset needs a few; flatten it", self.path, event.start_mark)
+        self._open.append([0, 0])
+        try:
+            node = super().compose_node(parent, index)
+        finally:
+            below, deepest = self._open.pop()
+        measured = (1 + below, 1 + deepest)
+        self._sizes[id(node)] = measured
+        self._add(measured[0], measured[1], event.start_mark, None)
+        return node
+
+
 class _Builder:
     def __init__(self, loader: yaml.SafeLoader, doc: YamlDocument) -> None:
         self.loader = loader
@@ -106,7 +180,9 @@ class _Builder:
 def parse_yaml(text: str, path: str | Path) -> YamlDocument:
     """Parse YAML ``text`` (one document) from ``path``; raise ``ProfileError`` on bad syntax."""
     spath = str(path)
-    loader = yaml.SafeLoader(text)
+    if len(text) > MAX_FILE_BYTES:
+        raise _file_too_large(len(text.encode("utf-8", "replace")), spath)
+    loader = _BoundedLoader(text, spath)
     try:
         try:
             node = loader.get_single_node()
@@ -129,10 +205,24 @@ def parse_yaml(text: str, path: str | Path) -> YamlDocument:
         loader.dispose()
 
 
+def _file_too_large(size: int, path: str) -> ProfileError:
+    return ProfileError(f"the file holds {size} bytes, more than the {MAX_FILE_BYTES} a profile or preset "
+                        "may have; check that it is the right file", path=path)
+
+
 def load_yaml(path: str | Path) -> YamlDocument:
-    """Read and parse a YAML file; unreadable files become a ``ProfileError`` too."""
+    """Read and parse a YAML file; unreadable and oversized files become a ``ProfileError`` too."""
     try:
-        text = Path(path).read_text(encoding="utf-8")
+        # opened without blocking, then checked: a FIFO or a device would block or never end
+        fd = os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_CLOEXEC", 0))
+        with os.fdopen(fd, "rb") as fh:
+            st = os.fstat(fd)
+            if not stat.S_ISREG(st.st_mode):
+                raise ProfileError("this is not a regular file; point at a YAML file", path=str(path))
+            raw = fh.read(MAX_FILE_BYTES + 1)
+            if len(raw) > MAX_FILE_BYTES:
+                raise _file_too_large(max(st.st_size, len(raw)), str(path))
+        text = raw.decode("utf-8")
     except UnicodeDecodeError as exc:
         raise ProfileError(f"cannot read the file as UTF-8 text ({exc.reason})", path=str(path)) from None
     except OSError as exc:

@@ -2,7 +2,8 @@
 
 An unknown key is refused with its SHA256 fingerprint unless the caller accepts new keys
 (like OpenSSH's ``StrictHostKeyChecking=accept-new``) or trusts that exact fingerprint once;
-a changed key is always refused. There is no way to turn verification off.
+a changed or ``@revoked`` key is always refused. There is no way to turn verification off:
+``StrictHostKeyChecking`` in the SSH config is not consulted.
 """
 
 from __future__ import annotations
@@ -21,14 +22,15 @@ from spectui.core.errors import (
     AuthFailed,
     ConnectError,
     HostKeyChanged,
+    HostKeyRevoked,
     HostKeyUnknown,
     HostUnreachable,
     KeyPassphraseNeeded,
 )
 from spectui.core.transport.base import AgentPipe, Transport
-
-DEFAULT_KNOWN_HOSTS = "~/.ssh/known_hosts"
-
+from spectui.core.transport.known_hosts import known_hosts_name  # noqa: F401  (re-exported)
+from spectui.core.transport.known_hosts import Judgement, append, judge, lookup, removal_hint
+from spectui.core.transport.ssh_config import HostConfig, config_paths, host_config
 
 @dataclass
 class SshOptions:
@@ -36,7 +38,7 @@ class SshOptions:
     identity_files: list[str] = field(default_factory=list)  # -i
     port: int | None = None                 # -p
     jump: str | None = None                 # -J
-    known_hosts: str = DEFAULT_KNOWN_HOSTS
+    known_hosts: str | None = None          # --known-hosts; None: from the SSH config
     accept_new_host_key: bool = False
     trusted_fingerprints: frozenset[str] = frozenset()  # "trust once"
     passphrase: str | None = None
@@ -59,69 +61,90 @@ def parse_destination(dest: str) -> tuple[str | None, str, int | None]:
     return m.group("user"), m.group("v6") or m.group("host"), port
 
 
-def known_hosts_name(host: str, port: int) -> str:
-    return host if port == 22 else f"[{host}]:{port}"
-
-
 class HostKeyVerifier:
-    """Decides on host keys asyncssh did not find trusted in known_hosts."""
+    """Decides on the key one host offers, from its known_hosts files as OpenSSH would.
 
-    def __init__(self, opts: SshOptions):
+    asyncssh is given no trusted plain keys, so every plain host key comes here; host certificates
+    signed by an ``@cert-authority`` key are checked by asyncssh (signature, validity, principals).
+    """
+
+    def __init__(self, opts: SshOptions, host: HostConfig):
         self.opts = opts
-        self.path = os.path.expanduser(opts.known_hosts)
-        self.verdict: str | None = None  # unknown | changed | added | trusted-once
-        self.seen: tuple[str, int, asyncssh.SSHKey] | None = None
+        self.host = host
+        self.files = host.known_hosts_files(opts.known_hosts)
+        self.keys = lookup(self.files, host.key_name)
+        self.judgement: Judgement | None = None
+        self.verdict: str | None = None  # known | revoked | changed | unknown | added | trusted-once
+        self.seen: asyncssh.SSHKey | None = None
 
-    def known_hosts(self) -> asyncssh.SSHKnownHosts:
-        try:
-            with open(self.path, encoding="utf-8") as fh:
-                return asyncssh.import_known_hosts(fh.read())
-        except FileNotFoundError:
-            return asyncssh.import_known_hosts("")
+    def asyncssh_known_hosts(self) -> tuple[list, list, list]:
+        """(trusted keys, CA keys, revoked keys) for asyncssh: never None, so checking is never off."""
+        revoked = [e.key for e in self.keys.revoked] if self.keys.authorities else []
+        return [], [e.key for e in self.keys.authorities], revoked
 
-    def check(self, host: str, addr: str, port: int, key: asyncssh.SSHKey) -> bool:
-        self.seen = (host, port, key)
-        fingerprint = key.get_fingerprint("sha256")
-        trusted = self.known_hosts().match(host, addr, port if port != 22 else None)[0]
-        if trusted:
-            # known_hosts names this host with another key: never accepted.
-            self.verdict = "changed"
+    def host_key_algorithms(self) -> list[str]:
+        """Algorithms of known keys first, then the rest; certificates only when a CA is trusted."""
+        known = self.keys.host_key_algorithms
+        rest = list(asyncssh.public_key.get_default_public_key_algs())
+        return [a.decode("ascii") for a in known + [a for a in rest if a not in known]]
+
+    def check(self, key: asyncssh.SSHKey) -> bool:
+        self.seen = key
+        self.judgement = judge(self.keys, key)
+        self.verdict = self.judgement.verdict
+        if self.verdict == "known":
+            return True
+        if self.verdict in ("revoked", "changed"):
             return False
-        if fingerprint in self.opts.trusted_fingerprints:
+        if key.get_fingerprint("sha256") in self.opts.trusted_fingerprints:
             self.verdict = "trusted-once"
             return True
-        if self.opts.accept_new_host_key:
-            self._append(host, port, key)
+        if self.opts.accept_new_host_key and self.files.writable:
+            append(self.files.writable, self.host.key_name, key)
             self.verdict = "added"
             return True
-        self.verdict = "unknown"
         return False
 
-    def _append(self, host: str, port: int, key: asyncssh.SSHKey) -> None:
-        os.makedirs(os.path.dirname(self.path) or ".", mode=0o700, exist_ok=True)
-        line = known_hosts_name(host, port) + " " + key.export_public_key("openssh").decode().strip() + "\n"
-        with open(self.path, "a", encoding="utf-8") as fh:
-            fh.write(line)
-
-    def error(self) -> ConnectError:
+    def error(self, reason: str = "") -> ConnectError:
+        name = self.host.key_name
         if self.seen is None:
-            return ConnectError("The host key could not be verified.")
-        host, port, key = self.seen
-        name = known_hosts_name(host, port)
+            if "revoked" in reason:
+                return ConnectError(f"The host certificate of {name} uses a key marked @revoked in known_hosts; "
+                                    f"spectui refuses to connect.")
+            return ConnectError(f"The host key of {name} could not be verified ({reason or 'no key was offered'}).")
+        key = self.seen
         fp = key.get_fingerprint("sha256")
         kind = key.get_algorithm()
-        common = dict(host=host, port=port, fingerprint=fp, key_type=kind, known_hosts=self.path,
-                      public_key=key.export_public_key("openssh").decode().strip())
-        if self.verdict == "changed":
-            return HostKeyChanged(
-                f"The host key of {name} has CHANGED (it now offers {kind} {fp}): someone may be intercepting "
-                f"the connection, or the host was reinstalled; spectui refuses to connect. If you know the change "
-                f"is expected, remove the old key with: ssh-keygen -R '{name}' -f {self.path}",
-                **common)
+        entry = self.judgement.entry if self.judgement else None
+        common = dict(host=self.host.host_key_alias or self.host.hostname, port=self.host.port, fingerprint=fp,
+                      key_type=kind, public_key=key.export_public_key("openssh").decode().strip())
+        if self.verdict == "revoked" and entry is not None:
+            return HostKeyRevoked(
+                f"The host key of {name} ({kind} {fp}) is marked @revoked in {entry.path} line {entry.line}: "
+                f"it must never be accepted, and spectui refuses to connect.",
+                known_hosts=entry.path, **common)
+        if self.verdict == "changed" and entry is not None:
+            was = entry.key.get_algorithm()
+            what = (f"it now offers {kind} {fp}" if was == kind else
+                    f"known_hosts records only {was} keys for it, and it now offers {kind} {fp}")
+            exc = HostKeyChanged(
+                f"The host key of {name} has CHANGED ({what}; recorded in {entry.path} line {entry.line}): someone "
+                f"may be intercepting the connection, or the host was reinstalled; spectui refuses to connect. If "
+                f"you know the change is expected, remove the old key: {removal_hint(entry, name)}",
+                known_hosts=entry.path, **common)
+            exc.removal = removal_hint(entry, name)
+            return exc
+        target = self.files.writable
+        if target is None:
+            return HostKeyUnknown(
+                f"The host key of {name} is not known ({kind} {fp}) and the SSH config sets UserKnownHostsFile "
+                f"to none, so it cannot be saved; add it to a known_hosts file yourself once you have compared "
+                f"the fingerprint with the host's own.",
+                known_hosts=", ".join(self.files.system) or "none", **common)
         return HostKeyUnknown(
             f"The host key of {name} is not known ({kind} {fp}); compare that fingerprint with the host's own "
-            f"and, if it matches, trust it with --accept-new-host-key.",
-            **common)
+            f"and, if it matches, trust it with --accept-new-host-key (it is saved to {target}).",
+            known_hosts=target, **common)
 
 
 class _VerifyingClient(asyncssh.SSHClient):
@@ -129,7 +152,7 @@ class _VerifyingClient(asyncssh.SSHClient):
         self.verifier = verifier
 
     def validate_host_public_key(self, host: str, addr: str, port: int, key: asyncssh.SSHKey) -> bool:
-        return self.verifier.check(host, addr, port, key)
+        return self.verifier.check(key)
 
 
 class SshPipe(AgentPipe):
@@ -185,25 +208,26 @@ class SshTransport(Transport):
         self.user, self.host, dest_port = parse_destination(dest)
         self.port = dest_port or self.opts.port
         self.conn: asyncssh.SSHClientConnection | None = None
-        self._jump: asyncssh.SSHClientConnection | None = None
-        self.verifier = HostKeyVerifier(self.opts)
+        self._jumps: list[asyncssh.SSHClientConnection] = []
 
     @property
     def destination(self) -> str:
         who = f"{self.user}@" if self.user else ""
         return f"{who}{self.host}" + (f":{self.port}" if self.port else "")
 
-    def _kwargs(self, verifier: HostKeyVerifier, user: str | None, port: int | None) -> dict:
+    def _kwargs(self, verifier: HostKeyVerifier, paths: list[str], user: str | None, port: int | None) -> dict:
         o = self.opts
         kw: dict = {
-            "known_hosts": verifier.known_hosts(),
+            "known_hosts": verifier.asyncssh_known_hosts(),
+            "server_host_key_algs": verifier.host_key_algorithms(),
             "client_factory": lambda: _VerifyingClient(verifier),
             "keepalive_interval": o.keepalive_interval,
             "keepalive_count_max": o.keepalive_count_max,
             "connect_timeout": o.connect_timeout,
+            "config": paths,
+            # Jump hosts are opened here, each checked against the same known_hosts files.
+            "tunnel": None,
         }
-        if o.config_file:
-            kw["config"] = [os.path.expanduser(o.config_file)]
         if port:
             kw["port"] = port
         if user:
@@ -215,22 +239,33 @@ class SshTransport(Transport):
         return kw
 
     async def connect(self) -> None:
+        paths = config_paths(self.opts.config_file)
+        target = host_config(paths, self.host, self.user, self.port)
+        jump = self.opts.jump or target.proxy_jump
         tunnel = None
-        if self.opts.jump:
-            # The jump host is verified and authenticated exactly like the target.
-            juser, jhost, jport = parse_destination(self.opts.jump)
-            jverifier = HostKeyVerifier(self.opts)
-            tunnel = self._jump = await self._open(jhost, juser, jport, jverifier, None, f"jump host {self.opts.jump}")
-        kw_extra = {"tunnel": tunnel} if tunnel is not None else {}
-        self.conn = await self._open(self.host, self.user, self.port, self.verifier, kw_extra, self.destination)
+        try:
+            # Every jump host is verified and authenticated exactly like the target.
+            for hop in jump.split(",") if jump else []:
+                juser, jhost, jport = parse_destination(hop)
+                jconfig = host_config(paths, jhost, juser, jport)
+                tunnel = await self._open(jhost, juser, jport, HostKeyVerifier(self.opts, jconfig), paths,
+                                          tunnel, f"jump host {hop}")
+                self._jumps.append(tunnel)
+            self.verifier = HostKeyVerifier(self.opts, target)
+            self.conn = await self._open(self.host, self.user, self.port, self.verifier, paths, tunnel,
+                                         self.destination)
+        except BaseException:
+            await self.close()
+            raise
 
-    async def _open(self, host, user, port, verifier, extra, where) -> asyncssh.SSHClientConnection:
-        kw = self._kwargs(verifier, user, port)
-        kw.update(extra or {})
+    async def _open(self, host, user, port, verifier, paths, tunnel, where) -> asyncssh.SSHClientConnection:
+        kw = self._kwargs(verifier, paths, user, port)
+        if tunnel is not None:
+            kw["tunnel"] = tunnel
         try:
             return await asyncio.wait_for(asyncssh.connect(host, **kw), self.opts.connect_timeout + 5)
-        except asyncssh.HostKeyNotVerifiable:
-            raise verifier.error() from None
+        except asyncssh.HostKeyNotVerifiable as exc:
+            raise verifier.error(exc.reason) from None
         except asyncssh.PermissionDenied as exc:
             ids = ", ".join(self.opts.identity_files) or "your keys and ssh-agent"
             raise AuthFailed(f"Authentication to {where} failed ({exc.reason}): the server accepted none of "
@@ -264,11 +299,12 @@ class SshTransport(Transport):
         return SshPipe(proc)
 
     async def close(self) -> None:
-        for conn in (self.conn, self._jump):
+        for conn in (self.conn, *reversed(self._jumps)):
             if conn is not None:
                 conn.close()
                 try:
                     await asyncio.wait_for(conn.wait_closed(), 3)
                 except (asyncio.TimeoutError, asyncssh.Error, OSError):
                     pass
-        self.conn = self._jump = None
+        self.conn = None
+        self._jumps = []

@@ -21,6 +21,7 @@ from textual.widgets import Footer, Static
 
 from spectui.core.bench import render_comparison, speedup_bars
 from spectui.core.bench.table import render_run_detail
+from spectui.core.textsafe import visible, visible_text
 from spectui.ui import keys
 from spectui.ui.benchjob import BenchJob
 from spectui.ui.draw import DEFAULT_STYLES, EIGHTHS, Styles, duration
@@ -81,13 +82,13 @@ def progress_text(job: BenchJob, st: Styles = DEFAULT_STYLES) -> Text:
             t.append(f"{step.state:<10}", style=style)
             t.append(f" {step.runs_done}/{step.runs_total} runs", style="dim")
             if step.state == "measuring" and job.current == name and job.active:
-                t.append(f"   {job.progress_text()}")
+                t.append(f"   {visible(job.progress_text())}")
             elif step.state == "failed" and step.detail:
-                t.append(f"   {step.detail}", style=st.bad)
+                t.append(f"   {visible(step.detail)}", style=st.bad)
             t.append("\n")
     else:
         t.append(f"  run {job.run_id or '…'} on {job.server}: ", style="bold")
-        t.append(job.progress_text() if job.active or job.progress is not None else "")
+        t.append(visible(job.progress_text()) if job.active or job.progress is not None else "")
         t.append("\n")
     t.append("\n")
     frac = job.fraction() or 0.0
@@ -100,7 +101,7 @@ def progress_text(job: BenchJob, st: Styles = DEFAULT_STYLES) -> Text:
         t.append(" · the demo traffic is paused while it measures", style="dim")
     t.append("\n")
     if job.message and job.state in ("failed", "interrupted", "cancelling"):
-        t.append(f"\n{job.message}\n", style=st.bad if job.state == "failed" else st.warn)
+        t.append(f"\n{visible_text(job.message)}\n", style=st.bad if job.state == "failed" else st.warn)
     return t
 
 
@@ -108,12 +109,12 @@ def results_text(job: BenchJob, st: Styles = DEFAULT_STYLES) -> Text | Group:
     """The results, once there are some: the comparison table and chart, or a run's figures."""
     parts: list = []
     if job.comparison is not None:
-        parts.append(Text(render_comparison(job.comparison, "text")))
+        parts.append(Text(visible_text(render_comparison(job.comparison, "text"))))
         chart = speedup_chart(job.comparison, st)
         if chart.plain:
             parts.append(chart)
     elif job.result is not None:
-        parts.append(Text(render_run_detail(dict(job.result.to_dict(), id=job.saved_id or ""))))
+        parts.append(Text(visible_text(render_run_detail(dict(job.result.to_dict(), id=job.saved_id or "")))))
     if not parts:
         return Text("")
     if job.saved_id:

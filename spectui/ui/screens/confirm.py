@@ -7,6 +7,7 @@ from textual.containers import Horizontal, Vertical
 from textual.screen import ModalScreen
 from textual.widgets import Button, Static
 
+from spectui.core.textsafe import visible_text
 from spectui.ui import keys
 
 
@@ -24,12 +25,13 @@ class ConfirmScreen(ModalScreen[bool]):
 
     def compose(self) -> ComposeResult:
         with Vertical(classes="dialog"):
-            yield Static(self.title_text, classes="dialog-title", markup=False)
+            # profile values and host records reach this dialog: shown as text, control characters visible
+            yield Static(visible_text(self.title_text), classes="dialog-title", markup=False)
             for line in self.lines:
-                yield Static(line, markup=False)
+                yield Static(visible_text(line), markup=False)
             if self.command:
                 yield Static(f"This command will run {self.where}:", classes="dim")
-                yield Static(self.command, id="confirm-command", classes="command", markup=False)
+                yield Static(visible_text(self.command), id="confirm-command", classes="command", markup=False)
             with Horizontal(classes="buttons"):
                 yield Button(f"{self.yes} (y)", id="yes", variant="warning")
                 yield Button("Cancel (n)", id="no")

@@ -10,6 +10,7 @@ from textual.containers import Center, Middle
 from textual.screen import Screen
 from textual.widgets import Static
 
+from spectui.core.textsafe import visible_text
 
 class ConnectingScreen(Screen):
     BINDINGS = [Binding("q,escape", "app.quit", "Quit", tooltip="Give up and quit")]
@@ -28,7 +29,7 @@ class ConnectingScreen(Screen):
                 yield Static(self._line(), id="connecting-line", markup=False)
 
     def _line(self) -> str:
-        return f"{self.status} … {time.monotonic() - self.started:.0f} s"
+        return visible_text(f"{self.status} … {time.monotonic() - self.started:.0f} s")
 
     def set_status(self, text: str | None = None) -> None:
         if text:

@@ -9,7 +9,8 @@ from textual.containers import Horizontal, Vertical
 from textual.screen import ModalScreen, Screen
 from textual.widgets import Button, Input, Static
 
-from spectui.core.errors import AgentStartError, AuthFailed, HostKeyError, HostUnreachable
+from spectui.core.errors import AgentStartError, AuthFailed, HostKeyError, HostKeyRevoked, HostUnreachable
+from spectui.core.textsafe import visible_text
 
 
 class HostKeyScreen(ModalScreen[str]):
@@ -60,7 +61,8 @@ class HostKeyChangedScreen(Screen[None]):
         e = self.exc
         name = e.host if e.port == 22 else f"[{e.host}]:{e.port}"
         with Vertical(classes="dialog danger"):
-            yield Static(f"THE HOST KEY OF {name} HAS CHANGED", classes="dialog-title danger-title", markup=False)
+            state = "IS REVOKED" if isinstance(e, HostKeyRevoked) else "HAS CHANGED"
+            yield Static(f"THE HOST KEY OF {name} {state}", classes="dialog-title danger-title", markup=False)
             yield Static("spectui refuses to connect.", classes="danger-text")
             yield Static(
                 "The host now offers a different key from the one recorded in known_hosts. Someone may be "
@@ -69,8 +71,12 @@ class HostKeyChangedScreen(Screen[None]):
             yield Static(Text.assemble(("Offered now: ", ""), (f"{e.key_type} {e.fingerprint}", "bold")),
                          id="fingerprint")
             yield Static(Text.assemble(("Recorded in: ", ""), (e.known_hosts, "bold")))
-            yield Static(f"If you have confirmed with the host's administrator that the change is expected, remove "
-                         f"the old key and connect again:\n  ssh-keygen -R '{name}' -f {e.known_hosts}", classes="dim", markup=False)
+            if isinstance(e, HostKeyRevoked):
+                yield Static("known_hosts marks this key @revoked: it must never be accepted.", classes="dim")
+            else:
+                fix = getattr(e, "removal", None) or f"ssh-keygen -R '{name}' -f {e.known_hosts}"
+                yield Static(f"If you have confirmed with the host's administrator that the change is expected, "
+                             f"remove the old key and connect again:\n  {fix}", classes="dim", markup=False)
             with Horizontal(classes="buttons"):
                 yield Button("Quit (q)", id="quit", variant="error")
 
@@ -93,7 +99,7 @@ class PassphraseScreen(ModalScreen[str | None]):
     def compose(self) -> ComposeResult:
         with Vertical(classes="dialog"):
             yield Static("Passphrase needed", classes="dialog-title")
-            yield Static(self.message, markup=False)
+            yield Static(visible_text(self.message), markup=False)
             yield Input(password=True, placeholder="passphrase (enter to connect, escape to quit)", id="passphrase-input")
 
     def on_mount(self) -> None:
@@ -131,8 +137,9 @@ class FailureScreen(ModalScreen[str]):
 
     def compose(self) -> ComposeResult:
         with Vertical(classes="dialog"):
-            yield Static(failure_title(self.exc, self.host), classes="dialog-title danger-title", markup=False)
-            yield Static(str(self.exc) or type(self.exc).__name__, id="failure-message", markup=False)
+            yield Static(visible_text(failure_title(self.exc, self.host)), classes="dialog-title danger-title",
+                         markup=False)
+            yield Static(visible_text(str(self.exc) or type(self.exc).__name__), id="failure-message", markup=False)
             with Horizontal(classes="buttons"):
                 yield Button("Retry (r)", id="retry", variant="primary")
                 yield Button("Quit (q)", id="quit", variant="error")

@@ -12,6 +12,7 @@ from textual.css.query import NoMatches
 from textual.screen import ModalScreen, Screen
 from textual.widgets import Footer, Input, Static
 
+from spectui.core.textsafe import visible_text
 from spectui.ui import keys
 from spectui.ui.logbuffer import LogBuffer
 from spectui.ui.widgets.logview import LogView
@@ -108,7 +109,7 @@ class LogScreen(Screen):
             parts.append(f"search {v.needle!r}: {where} matches")
         if self.buffer.error:
             parts.append(self.buffer.error)
-        status.update("  ·  ".join(parts))
+        status.update(visible_text("  ·  ".join(parts)))
 
     # --- actions -------------------------------------------------------------------------------------------
     def action_search(self) -> None:

@@ -11,6 +11,7 @@ from textual.widgets.option_list import Option
 
 from spectui.core.bench import Preset, PresetLibrary
 from spectui.core.bench.presets import user_preset_dir
+from spectui.core.textsafe import visible_text
 from spectui.ui import keys
 
 DEFAULT_PRESET = "single-stream"
@@ -43,9 +44,9 @@ class PresetPicker(ModalScreen["Preset | None"]):
 
     def compose(self) -> ComposeResult:
         with Vertical(classes="dialog"):
-            yield Static(self.title_text, classes="dialog-title", markup=False)
+            yield Static(visible_text(self.title_text), classes="dialog-title", markup=False)
             for line in self.lines:
-                yield Static(line, markup=False)
+                yield Static(visible_text(line), markup=False)
             options = []
             width = max((len(p.name) for p in self.presets), default=8)
             for i, p in enumerate(self.presets):

@@ -21,6 +21,7 @@ from textual.widgets import Footer, Input, OptionList, Static, TabbedContent, Ta
 from textual.widgets.option_list import Option
 
 from spectui.core.errors import SpectuiError
+from spectui.core.textsafe import visible, visible_text
 from spectui.ui import keys
 from spectui.ui.widgets.source_tree import FileChosen, FolderRequested, SourceTree
 from spectui.ui.widgets.source_view import MorePageRequested, SourceView
@@ -63,12 +64,12 @@ class SourceScreen(Screen):
     # --- layout --------------------------------------------------------------------------------------
     def compose(self) -> ComposeResult:
         info = self.browser.info
-        title = Text.assemble(("Source  ", "bold"), (info.label, ""))
+        title = Text.assemble(("Source  ", "bold"), (visible(info.label), ""))
         if info.note:
-            title.append(f"  ({info.note})", style="dim")
+            title.append(visible(f"  ({info.note})"), style="dim")
         yield Static(title, id="source-title")
         with Horizontal(id="source-main"):
-            yield SourceTree(f"sglang {info.version or ''}".strip(), id="source-tree")
+            yield SourceTree(Text(visible(f"sglang {info.version or ''}".strip())), id="source-tree")
             with Vertical():
                 yield Static("", id="file-title")
                 yield SourceView(id="source-view")
@@ -97,7 +98,7 @@ class SourceScreen(Screen):
     # --- helpers ---------------------------------------------------------------------------------------
     def say(self, text: str) -> None:
         self.status = text
-        self.query_one("#file-title", Static).update(Text(text, style="bold red"))
+        self.query_one("#file-title", Static).update(Text(visible_text(text), style="bold red"))
 
     @property
     def view(self) -> SourceView:
@@ -177,9 +178,9 @@ class SourceScreen(Screen):
         if self._module:
             bits.append(f"({self._module})")
         bits.append(f"{v.total_lines} lines")
-        title = Text("  ".join(bits))
+        title = Text(visible("  ".join(bits)))
         if v.note:
-            title.append(f"  note: {v.note}", style="yellow")
+            title.append(f"  note: {visible(v.note)}", style="yellow")
         self.query_one("#file-title", Static).update(title)
 
     @on(MorePageRequested)
@@ -242,23 +243,24 @@ class SourceScreen(Screen):
         self.hits = []
         self.hit_index = -1
         status = self.query_one("#search-status", Static)
-        status.update(f"searching for {pattern} ...")
+        status.update(Text(visible(f"searching for {pattern} ...")))
 
         def on_hits(batch) -> None:
             start = len(self.hits)
             self.hits.extend(batch)
-            hits_list.add_options([Option(Text.assemble((f"{h.path}:{h.line}", "cyan"), "  ", h.text.strip()[:200]),
+            hits_list.add_options([Option(Text.assemble((visible(f"{h.path}:{h.line}"), "cyan"), "  ",
+                                                        visible(h.text.strip()[:200])),
                                           id=f"hit-{i}") for i, h in enumerate(batch, start)])
-            status.update(f"searching for {pattern} ... {len(self.hits)} hits so far")
+            status.update(Text(visible(f"searching for {pattern} ... {len(self.hits)} hits so far")))
 
         try:
             r = await self.browser.grep(pattern, max_hits=RESULT_CAP, on_hits=on_hits)
         except SpectuiError as exc:
-            status.update(Text(str(exc), style="red"))
+            status.update(Text(visible_text(str(exc)), style="red"))
             return
         cap = f"; stopped at {r.max_hits} hits" if r.truncated else ""
-        status.update(f"{len(r.hits)} hits for {pattern} in {r.files_matched} files "
-                      f"({r.files_scanned} searched, {r.elapsed_s:.2f} s){cap}")
+        status.update(Text(visible(f"{len(r.hits)} hits for {pattern} in {r.files_matched} files "
+                                   f"({r.files_scanned} searched, {r.elapsed_s:.2f} s){cap}")))
 
     @on(OptionList.OptionSelected, "#hits")
     def hit_selected(self, event: OptionList.OptionSelected) -> None:
@@ -321,23 +323,24 @@ class SourceScreen(Screen):
             view = await self.browser.algorithms()
         except SpectuiError as exc:
             box.clear_options()
-            box.add_option(Option(Text(str(exc), style="red"), id="error", disabled=True))
+            box.add_option(Option(Text(visible_text(str(exc)), style="red"), id="error", disabled=True))
             return
         self._algorithms = view
         box.clear_options()
-        head = Text.assemble((f"{view.enum_class}({', '.join(view.enum_bases)})", "bold"),
-                             f"  {view.enum_path}:{view.enum_line}")
+        head = Text.assemble((visible(f"{view.enum_class}({', '.join(view.enum_bases)})"), "bold"),
+                             visible(f"  {view.enum_path}:{view.enum_line}"))
         options = [Option(head, id="enum")]
         width = max(len(a.name) for a in view.algorithms)
         for i, a in enumerate(view.algorithms):
             w = a.main_worker
             if w is None:
-                row = Text.assemble((f"{a.name:<{width}}", "bold"), ("  no worker", "dim"))
+                row = Text.assemble((visible(f"{a.name:<{width}}"), "bold"), ("  no worker", "dim"))
             else:
-                row = Text.assemble((f"{a.name:<{width}}", "bold"), f"  {w.cls}  ", (w.module or "?", "cyan"))
+                row = Text.assemble((visible(f"{a.name:<{width}}"), "bold"), visible(f"  {w.cls}  "),
+                                    (visible(w.module or "?"), "cyan"))
                 others = [x.cls for x in a.workers if x is not w]
                 if others:
-                    row.append(f"  (also {', '.join(others)} when a condition holds)", style="dim")
+                    row.append(visible(f"  (also {', '.join(others)} when a condition holds)"), style="dim")
             options.append(Option(row, id=f"algo-{i}"))
         box.add_options(options)
 
@@ -376,14 +379,15 @@ class SourceScreen(Screen):
         try:
             rows = await self.browser.profile_flags(self.profile)
         except SpectuiError as exc:
-            help_box.update(Text(str(exc), style="red"))
+            help_box.update(Text(visible_text(str(exc)), style="red"))
             return
         self._flags_loaded = True
         self._flag_rows = rows
         for i, r in enumerate(rows):
             d = r.definition
-            where = (d.ref, "cyan") if d else ("not defined in this SGLang", "red")
-            box.add_option(Option(Text.assemble((f"{r.flag} = {r.value}", "bold"), "  ", where), id=f"flag-{i}"))
+            where = (visible(d.ref), "cyan") if d else ("not defined in this SGLang", "red")
+            box.add_option(Option(Text.assemble((visible(f"{r.flag} = {r.value}"), "bold"), "  ", where),
+                                  id=f"flag-{i}"))
         if not rows:
             help_box.update(f"{self.profile.name} sets no speculative-* flags")
 
@@ -391,7 +395,8 @@ class SourceScreen(Screen):
     def flag_highlighted(self, event: OptionList.OptionHighlighted) -> None:
         r = self._flag_rows[int(event.option.id.split("-", 1)[1])]
         d = r.definition
-        self.query_one("#flag-help", Static).update(d.help or "(no help text)" if d else "")
+        # the host's help text: plain text (it may hold [brackets]), control characters shown
+        self.query_one("#flag-help", Static).update(Text(visible_text(d.help or "(no help text)") if d else ""))
 
     @on(OptionList.OptionSelected, "#flags")
     def flag_selected(self, event: OptionList.OptionSelected) -> None:

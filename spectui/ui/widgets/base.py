@@ -7,10 +7,12 @@ strips, so scrolling and repaints cost no drawing.
 
 from __future__ import annotations
 
+from textual.content import Content
 from textual.geometry import Size
 from textual.scroll_view import ScrollView
 from textual.strip import Strip
 
+from spectui.core.textsafe import one_line
 from spectui.ui.draw import DEFAULT_STYLES, Row, Styles
 
 
@@ -34,6 +36,7 @@ class LinePanel(ScrollView, can_focus=False):
         self._drawn_height = -1
         self.draw_height = 0  # rows visible when drawing (panels with charts size them to it)
         self.draw_count = 0  # how many times this panel was drawn (tests and the bench read it)
+        self.title_text: str | None = None  # the border title as plain text
 
     # --- the contract with the app -------------------------------------------------------------
     def show(self, view, *, force: bool = False) -> bool:
@@ -76,8 +79,9 @@ class LinePanel(ScrollView, can_focus=False):
         self._drawn_width = width
         self._drawn_height = self.draw_height
         title = self.title_of(self.view)
-        if title != self.border_title:
-            self.border_title = title
+        if title != self.title_text:  # plain text (a profile name, a filter): never markup, no control codes
+            self.title_text = title
+            self.border_title = Content(one_line(title))
         self.virtual_size = Size(width, len(self._strips))
         self.refresh()
 

@@ -46,7 +46,9 @@ def header_row(view: HeaderView | None, st: Styles, *, rtt: bool = True, simulat
         row.add(f"{STATE_MARK.get(view.link_state, '?')} {view.link_state}", style)
     else:
         row.add(STATE_MARK["connected"], style)  # the green mark says it
-    if rtt and view.rtt_ms is not None and view.link_state == "connected":
+    if view.link_state == "connected" and view.reply_age_s is not None:
+        row.add(f" last reply {view.reply_age_s} s ago", st.warn)  # stays when the row is short: it is news
+    elif rtt and view.rtt_ms is not None and view.link_state == "connected":
         row.add(f" {view.rtt_ms:.1f} ms", st.dim)
     if traffic and view.traffic is not None:
         if view.traffic_paused:

@@ -7,6 +7,8 @@ from textual.message import Message
 from textual.widgets import Tree
 from textual.widgets.tree import TreeNode
 
+from spectui.core.textsafe import visible
+
 
 class FolderRequested(Message):
     """A folder was opened for the first time: the screen lists it and calls ``fill``."""
@@ -24,11 +26,11 @@ class FileChosen(Message):
 
 def _label(entry) -> Text:
     if entry.kind == "dir":
-        return Text(entry.name + "/", style="bold")
+        return Text(visible(entry.name) + "/", style="bold")
     if entry.kind == "file":
-        return Text(entry.name)
+        return Text(visible(entry.name))
     why = {"outside": "leads outside the roots", "special": entry.what or "special file"}.get(entry.kind, entry.kind)
-    return Text.assemble((entry.name, "dim strike"), (f"  ({why})", "dim"))
+    return Text.assemble((visible(entry.name), "dim strike"), (visible(f"  ({why})"), "dim"))
 
 
 class SourceTree(Tree):

@@ -21,6 +21,8 @@ from textual.message import Message
 from textual.scroll_view import ScrollView
 from textual.strip import Strip
 
+from spectui.core.textsafe import visible
+
 _WORD = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 GUTTER_STYLE = Style(color="bright_black")
 CURSOR_STYLE = Style(reverse=True)
@@ -94,7 +96,7 @@ class SourceView(ScrollView, can_focus=True):
 
     def _add(self, page) -> None:
         first = len(self.lines)
-        self.lines.extend(page.lines)
+        self.lines.extend(visible(line) for line in page.lines)  # a file on the host: controls shown
         self.total_lines = page.total_lines
         self.eof = page.eof
         for a in range(first, len(self.lines), HIGHLIGHT_BLOCK):
