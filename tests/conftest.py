@@ -7,6 +7,7 @@ ROOT = Path(__file__).resolve().parent.parent
 if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
+from tests.support.real_sglang import real_sglang_python  # noqa: E402,F401  (the real-SGLang venv, for any test)
 from tests.support.sshd import LoopbackSshd  # noqa: E402
 
 

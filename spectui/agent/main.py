@@ -55,6 +55,7 @@ class Agent(object):
             "agent.stats": self.agent_stats,
             "python.sglang": launch_help.sglang_version,
             "launch.help": launch_help.launch_help,
+            "launch.parse": launch_help.launch_parse,
             "servers.list": lambda p: self.servers.list(p),
             "server.start": lambda p: self.servers.start(p),
             "server.stop": lambda p: self.servers.stop(p),

@@ -1,7 +1,9 @@
 """``spectui profiles``: list the server profiles and check them.
 
 - ``spectui profiles list [--json]``: name, algorithm, key speculative settings and source file;
-- ``spectui profiles check [PATH...] [--json]``: schema check; one line per error, exit 1 if any.
+- ``spectui profiles check [PATH...] [--json] [--host DEST | --demo] [--python PY]``: schema check,
+  and with a host (or ``--python`` alone: this machine) the flags checked by that SGLang's own
+  argument parser; one line per error, exit 1 if any.
 """
 
 from __future__ import annotations
@@ -14,6 +16,7 @@ from pathlib import Path
 
 from spectui.core.profiles import PROFILES_PATH_ENV, Profile, ProfileLibrary, load_profiles, user_profile_dir
 from spectui.core.profiles.loader import expand_profile_paths
+from spectui.cli import profiles_import
 from spectui.cli.hostopts import add_host_options, explain_connect_error, has_host, run_with_passphrase_prompt, target_from_args
 from spectui.core.errors import SpectuiError
 
@@ -44,12 +47,17 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         "check",
         help="check profile files against the schema",
         description="Check profile files (all profiles when no PATH is given) and print one line "
-        "per problem as FILE:LINE:COL: message. Exits 1 if there is any problem.",
+        "per problem as FILE:LINE:COL: message. With --host or --demo, the server flags are also "
+        "parsed by that host's own SGLang parser (its --help text where the parser cannot be "
+        "imported); --python picks the interpreter that parses them (the profile's 'python' "
+        "otherwise), and --python without a host checks on this machine. Exits 1 if there is any "
+        "problem; notes (abbreviated or deprecated flags) do not count.",
     )
     p_check.add_argument("paths", nargs="*", metavar="PATH", help="profile files or folders to check")
     p_check.add_argument("--json", action="store_true", help="print the problems as JSON")
     add_host_options(p_check, required=False)
     p_check.set_defaults(func=cmd_check)
+    profiles_import.register(sub)
 
 
 def _usage(parser: argparse.ArgumentParser) -> int:
@@ -132,22 +140,31 @@ def cmd_check(args: argparse.Namespace) -> int:
     if args.paths and n_files == 0:
         print(f"no profile files (*.yaml) in {', '.join(args.paths)}", file=sys.stderr)
         return 1
-    if has_host(args):
-        # Flags and algorithm values against the host's own SGLang (the simulator's on a demo host).
+    host_checks = []
+    if has_host(args) or args.python:
+        # Flags and algorithm values by the host's own SGLang parser (the simulator's on a demo host).
         try:
-            target = target_from_args(args)
-            library.errors.extend(run_with_passphrase_prompt(target, lambda t: _host_problems(t, checked)))
+            target = target_from_args(args) if has_host(args) else _this_machine(args)
+            host_checks = run_with_passphrase_prompt(target, lambda t: _host_checks(t, checked, args.python))
         except SpectuiError as exc:
             print("spectui: " + explain_connect_error(exc, args.argv),
                   file=sys.stderr)
             return 1
+        for result in host_checks:
+            library.errors.extend(result.errors)
+    notes = [note for result in host_checks for note in result.notes]
     if args.json:
-        json.dump({"checked": [p.name for p in checked], "errors": [e.to_dict() for e in library.errors]},
+        json.dump({"checked": [p.name for p in checked], "errors": [e.to_dict() for e in library.errors],
+                   "notes": [n.to_dict() for n in notes], "host_checks": [r.to_dict() for r in host_checks]},
                   sys.stdout, indent=2)
         print()
     else:
+        for basis in dict.fromkeys(r.basis for r in host_checks):
+            print(f"spectui: {basis}", file=sys.stderr)
         for error in library.errors:
             print(error)
+        for note in notes:
+            print(f"{note.location}: note: {note.message}" if note.location else f"note: {note.message}")
         files = f"{n_files} file{'s' if n_files != 1 else ''}"
         if library.errors:
             n = len(library.errors)
@@ -158,15 +175,20 @@ def cmd_check(args: argparse.Namespace) -> int:
 
 
 
-async def _host_problems(target, profiles: list[Profile]) -> list:
-    from spectui.core.flagcheck import check_on_host
+def _this_machine(args: argparse.Namespace):
+    """This machine as the host; the agent runs under spectui's own interpreter, and the check
+    under ``--python`` (looked up on PATH when it is a bare name)."""
+    from spectui.core.session import HostTarget
+
+    return HostTarget(kind="local", state_dir=args.state_dir, gpu_source=args.gpu_source)
+
+
+async def _host_checks(target, profiles: list[Profile], python: str | None) -> list:
+    from spectui.core.flagcheck import check_profiles_on_host
     from spectui.core.session import open_session
 
     session = await open_session(target)
     try:
-        problems = []
-        for profile in profiles:
-            problems.extend(await check_on_host(session, profile))
-        return problems
+        return await check_profiles_on_host(session, profiles, python=python)
     finally:
         await session.close()

@@ -387,17 +387,17 @@ def test_unknown_flag_is_located_and_gets_suggestions(tmp_path, sglang_flags):
         model: org/m
         args:
           tp-size: 8
-          speculative-num-step: 3
+          speculative-num-stepz: 3
           speculative-eagle-top-k: 1
         """)
     issues = check_against(profile, sglang_flags)
-    assert [i.field for i in issues] == ["args.speculative-num-step", "args.speculative-eagle-top-k"]
+    assert [i.field for i in issues] == ["args.speculative-num-stepz", "args.speculative-eagle-top-k"]
     first, second = issues
     assert isinstance(first, ProfileError)
     assert (first.path, first.line, first.column) == (str(tmp_path / "p.yaml"), 5, 3)
     assert first.suggestions[0] == "speculative-num-steps"
     assert str(first).startswith(f"{tmp_path / 'p.yaml'}:5:3: ")
-    assert "--speculative-num-step" in str(first) and "did you mean 'speculative-num-steps'" in str(first)
+    assert "--speculative-num-stepz" in str(first) and "did you mean 'speculative-num-steps'" in str(first)
     assert second.suggestions[0] == "speculative-eagle-topk" and second.line == 6
 
 

@@ -3,7 +3,8 @@ speculative args, and their log f-strings, read from the published wheels.
 
 The wheels come from PyPI into ``$SPECTUI_WHEEL_CACHE`` (default ``~/.cache/spectui-test-wheels``);
 the live parser comparison runs in a venv with real SGLang 0.5.23 installed
-(``$SPECTUI_REAL_SGLANG_PYTHON``, default the one ``scripts/real_sglang_venv.sh`` builds).
+(the ``real_sglang_python`` fixture: ``$SPECTUI_REAL_SGLANG_PYTHON``, or the venv
+``scripts/real_sglang_venv.sh`` builds; never skipped).
 """
 
 import argparse
@@ -47,18 +48,6 @@ def release_tree(version: str) -> Path:
     except SourceError as exc:
         pytest.fail(f"SGLang {version}'s wheel is needed from PyPI and could not be fetched into {cache}: {exc}",
                     pytrace=False)
-
-
-def real_python() -> str:
-    env = os.environ.get("SPECTUI_REAL_SGLANG_PYTHON")
-    if env:
-        return env
-    venvs = Path(os.environ.get("SPECTUI_SGLANG_VENVS") or "~/.cache/spectui/sglang-venvs").expanduser()
-    py = venvs / REAL_VERSION / "bin" / "python"
-    if not (venvs / REAL_VERSION / ".spectui-ready").exists():
-        pytest.skip(f"no venv with real SGLang {REAL_VERSION}: build it with scripts/real_sglang_venv.sh "
-                    "or set SPECTUI_REAL_SGLANG_PYTHON")
-    return str(py)
 
 
 def sim_actions(era):
@@ -236,7 +225,7 @@ def sim_parse(argv):
     return {"ok": True, "ns": json.loads(json.dumps(d, default=repr))}
 
 
-def test_sim_parser_parses_as_the_real_0_5_23_parser():
+def test_sim_parser_parses_as_the_real_0_5_23_parser(real_sglang_python):
     cases = list(shipped_profile_argvs().values()) + [
         ["--model-path", "m", "--cuda-graph-max-bs", "8"],
         ["--model-path", "m", "--tp", "8", "--mem-fraction", "0.8", "--speculative-algo", "NGRAM"],
@@ -247,7 +236,7 @@ def test_sim_parser_parses_as_the_real_0_5_23_parser():
         ["--port", "1"],
     ]
     env = {k: v for k, v in os.environ.items() if not k.startswith("SGLANG_")}
-    r = subprocess.run([real_python(), "-c", REAL_PARSE], input=json.dumps(cases), capture_output=True, text=True,
+    r = subprocess.run([real_sglang_python, "-c", REAL_PARSE], input=json.dumps(cases), capture_output=True, text=True,
                        env=env, timeout=300)
     assert r.returncode == 0, r.stderr[-3000:]
     real = json.loads(r.stdout.strip().splitlines()[-1])
@@ -257,12 +246,12 @@ def test_sim_parser_parses_as_the_real_0_5_23_parser():
         assert got == want, argv
 
 
-def test_recorded_0_5_23_table_is_what_the_real_parser_builds(tmp_path):
+def test_recorded_0_5_23_table_is_what_the_real_parser_builds(tmp_path, real_sglang_python):
     spec = __import__("importlib.util").util.spec_from_file_location("sglang_sim_flags", ROOT / "scripts/sglang_sim_flags.py")
     script = __import__("importlib.util").util.module_from_spec(spec)
     spec.loader.exec_module(script)
     env = {k: v for k, v in os.environ.items() if not k.startswith("SGLANG_")}
-    r = subprocess.run([real_python(), "-c", script.DUMP, str(tmp_path)], capture_output=True, text=True, env=env,
+    r = subprocess.run([real_sglang_python, "-c", script.DUMP, str(tmp_path)], capture_output=True, text=True, env=env,
                        timeout=300)
     assert r.returncode == 0, r.stderr[-3000:]
     live = json.loads(r.stdout.strip().splitlines()[-1])

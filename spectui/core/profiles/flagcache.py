@@ -1,7 +1,8 @@
-"""A per-host cache of ``FlagSet``s, keyed by host and SGLang version.
+"""A per-host cache of ``FlagSet``s and parser verdicts, keyed by host and SGLang version.
 
-Running ``--help`` on a host costs seconds (SGLang imports torch), and a host's flags change only
-when its SGLang does, so the parsed set is stored as JSON under
+Running ``--help`` or SGLang's parser on a host costs seconds (SGLang's imports are heavy), and
+a host's flags change only when its SGLang does, so the parsed set, and the parser's verdict on
+each command line already checked, are stored as JSON under
 ``platformdirs.user_cache_dir("spectui")/flags/`` (or the folder given).
 """
 
@@ -18,7 +19,7 @@ import platformdirs
 
 from spectui.core.profiles.flags import FlagSet
 
-_FORMAT = 1
+_FORMAT = 2
 
 
 def default_flag_cache_dir() -> Path:
@@ -57,8 +58,32 @@ class FlagCache:
     def put(self, host: str, version: str, flagset: FlagSet) -> Path:
         """Store ``flagset`` atomically; returns the file written."""
         path = self.path_for(host, version)
+        self._write(path, {"format": _FORMAT, "host": host, "version": version, **flagset.to_json()})
+        return path
+
+    def verdict_path(self, host: str, version: str, words: list[list[str]]) -> Path:
+        digest = hashlib.sha256(json.dumps([host, version, words]).encode()).hexdigest()[:24]
+        return self.root / "verdicts" / f"{_slug(host)}--{digest}.json"
+
+    def get_verdict(self, host: str, version: str, words: list[list[str]]) -> dict | None:
+        """The host parser's stored verdict on the command ``words`` (one list per flag), or None."""
+        try:
+            data = json.loads(self.verdict_path(host, version, words).read_text(encoding="utf-8"))
+        except (OSError, ValueError):
+            return None
+        if not isinstance(data, dict) or data.get("format") != _FORMAT or data.get("host") != host \
+                or data.get("version") != version or data.get("words") != words:
+            return None
+        verdict = data.get("verdict")
+        return verdict if isinstance(verdict, dict) else None
+
+    def put_verdict(self, host: str, version: str, words: list[list[str]], verdict: dict) -> Path:
+        path = self.verdict_path(host, version, words)
+        self._write(path, {"format": _FORMAT, "host": host, "version": version, "words": words, "verdict": verdict})
+        return path
+
+    def _write(self, path: Path, payload: dict) -> None:
         path.parent.mkdir(parents=True, exist_ok=True)
-        payload = {"format": _FORMAT, "host": host, "version": version, **flagset.to_json()}
         fd, tmp = tempfile.mkstemp(prefix=".flags-", suffix=".json", dir=path.parent)
         try:
             with os.fdopen(fd, "w", encoding="utf-8") as fh:
@@ -67,7 +92,6 @@ class FlagCache:
         except BaseException:
             Path(tmp).unlink(missing_ok=True)
             raise
-        return path
 
     def forget(self, host: str, version: str | None = None) -> int:
         """Remove the cached sets of ``host`` (one version, or all); returns how many."""

@@ -6,6 +6,13 @@ choices where the help shows them, either argparse's ``{A,B,C}`` or a prose list
 "Builtins: EAGLE, EAGLE3, ..." (SGLang 0.5.23 documents ``--speculative-algorithm`` that way
 because plugins may register more). ``check_against`` reports each profile argument that this
 SGLang would reject, located at its line in the YAML, with the closest real flags or values.
+
+Flag names are matched as SGLang's argparse matches them (``allow_abbrev``, the default of
+``argparse.ArgumentParser()`` in sglang 0.5.23 wheel, sglang/srt/server_args.py:679): an exact
+option string, else the one option it is a prefix of (``--tp`` for ``--tp-size``); a prefix of
+several options is refused as ambiguous. ``notes_against`` reports what is accepted but worth a
+word: abbreviations and flags whose help says they are deprecated. This text check is the
+fallback; the host's own parser (``spectui.agent.sglang_argparse``) is the authority.
 """
 
 from __future__ import annotations
@@ -15,7 +22,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
-from spectui.core.profiles.argv import SIM_FLAG_PREFIX
+from spectui.core.profiles.argv import SIM_FLAG_PREFIX, flag_words
 from spectui.core.profiles.errors import ProfileError, close_matches, did_you_mean
 from spectui.core.profiles.model import Profile
 
@@ -29,6 +36,9 @@ _USAGE_OPT_RE = re.compile(
     r"\[(?P<flag>--[A-Za-z0-9][A-Za-z0-9_.-]*)(?: (?P<rest>[^\[\]]+?))?(?: (?P<more>\[[^\[\]]*\]))?\]"
 )
 _BUILTINS_RE = re.compile(r"\bBuiltins?:\s*([A-Za-z0-9_]+(?:\s*,\s*[A-Za-z0-9_]+)*)")
+#: Help text of a retired flag, as SGLang writes it: "Deprecated. Use ..." or "(Deprecated: use ...)"
+#: (sglang 0.5.23 wheel, sglang/srt/server_args.py:414 and :441).
+_DEPRECATED_HELP_RE = re.compile(r"^\W*deprecated\b", re.IGNORECASE)
 
 
 @dataclass(frozen=True)
@@ -44,9 +54,12 @@ class FlagInfo:
     #: True when ``choices`` come from prose ("Builtins: ...") and SGLang may accept other
     #: registered names; such values are compared without regard to case, as SGLang does.
     choices_open: bool = False
+    #: The help text of a flag SGLang marks as deprecated (None for a current flag).
+    deprecated: str | None = None
 
     def to_json(self) -> dict[str, Any]:
         return {
+            "deprecated": self.deprecated,
             "name": self.name,
             "aliases": list(self.aliases),
             "takes_value": self.takes_value,
@@ -67,7 +80,23 @@ class FlagInfo:
             multiple=bool(data.get("multiple")),
             choices=tuple(choices) if choices is not None else None,
             choices_open=bool(data.get("choices_open")),
+            deprecated=data.get("deprecated") or None,
         )
+
+
+@dataclass(frozen=True)
+class FlagMatch:
+    """How an argv word matched: ``info`` and the full ``option`` it stands for, or several
+    ``ambiguous`` options it is a prefix of, or nothing (an unknown flag)."""
+
+    word: str
+    info: FlagInfo | None
+    option: str | None
+    ambiguous: tuple[str, ...] = ()
+
+    @property
+    def abbreviated(self) -> bool:
+        return self.option is not None and self.option != self.word.split("=", 1)[0]
 
 
 @dataclass
@@ -99,6 +128,23 @@ class FlagSet:
     def choices(self, flag: str) -> tuple[str, ...] | None:
         info = self.flags.get(flag)
         return info.choices if info else None
+
+    def resolve(self, word: str) -> FlagMatch:
+        """What argparse makes of ``word`` (``--flag`` or ``--flag=value``) with these options."""
+        if word in self.flags:
+            return FlagMatch(word, self.flags[word], word)
+        if "=" in word:
+            head = word.split("=", 1)[0]
+            if head in self.flags:
+                return FlagMatch(word, self.flags[head], head)
+        if word.startswith("--") and len(word) > 2:
+            prefix = word.split("=", 1)[0]
+            matches = [n for n in self.flags if n.startswith("--") and n.startswith(prefix)]
+            if len(matches) == 1:
+                return FlagMatch(word, self.flags[matches[0]], matches[0])
+            if len(matches) > 1:
+                return FlagMatch(word, None, None, tuple(matches))
+        return FlagMatch(word, None, None)
 
     def closest(self, flag: str, n: int = 3) -> list[str]:
         """The real option strings closest to ``flag``."""
@@ -150,15 +196,34 @@ def _parse_invocation(invocation: str) -> FlagInfo | None:
     )
 
 
-def _with_prose_choices(info: FlagInfo, help_text: str) -> FlagInfo:
-    if info.choices is not None or not info.takes_value:
+def prose_choices(help_text: str) -> tuple[str, ...] | None:
+    """The names a help text lists as "Builtins: A, B, C" (SGLang 0.5.23's open choice lists)."""
+    m = _BUILTINS_RE.search(help_text or "")
+    return tuple(c.strip() for c in m.group(1).split(",") if c.strip()) if m else None
+
+
+def deprecation_in(help_text: str) -> str | None:
+    """The help text itself when it marks the flag deprecated, else None."""
+    text = " ".join((help_text or "").split())
+    return text if _DEPRECATED_HELP_RE.match(text) else None
+
+
+def _with_help(info: FlagInfo, help_text: str) -> FlagInfo:
+    deprecated = deprecation_in(help_text)
+    names = prose_choices(help_text) if info.choices is None and info.takes_value else None
+    if names is None and deprecated is None:
         return info
-    m = _BUILTINS_RE.search(help_text)
-    if not m:
-        return info
-    names = tuple(c.strip() for c in m.group(1).split(",") if c.strip())
     return FlagInfo(info.name, info.aliases, info.takes_value, info.optional_value, info.multiple,
-                    names, choices_open=True)
+                    names if names is not None else info.choices, choices_open=names is not None or info.choices_open,
+                    deprecated=deprecated)
+
+
+def _join_wrapped(lines: list[str]) -> str:
+    """Help lines back into one text; argparse wraps after hyphens ("--cuda-graph-" / "backend")."""
+    out = ""
+    for line in lines:
+        out += line if not out or re.search(r"[A-Za-z0-9]-$", out) else " " + line
+    return out
 
 
 def parse_help_flags(help_text: str) -> FlagSet:
@@ -190,7 +255,7 @@ def parse_help_flags(help_text: str) -> FlagSet:
         elif current is not None and line.strip():
             current.append(line.strip())
     for info, help_lines in entries:
-        flagset.add(_with_prose_choices(info, " ".join(help_lines)))
+        flagset.add(_with_help(info, _join_wrapped(help_lines)))
 
     # Usage section: options that the options section did not list.
     for m in _USAGE_OPT_RE.finditer(_usage_block(lines)):
@@ -287,6 +352,70 @@ def _check_value(profile: Profile, field_name: str, flag: str, info: FlagInfo, v
     return errors
 
 
+@dataclass(frozen=True)
+class ProfileItem:
+    """One flag of a profile's command line: the field it comes from and its argv words."""
+
+    field: str
+    flag: str
+    value: Any
+    words: tuple[str, ...]
+    section: str  # "own" (model, host, port, metrics), "args" or "sim"
+
+    def shown(self, option: str) -> str:
+        """An option string as the profile would write it (``sim`` keys without ``sim-``)."""
+        name = option[2:]
+        if self.section == "sim" and name.startswith(SIM_FLAG_PREFIX):
+            return name[len(SIM_FLAG_PREFIX):]
+        return name
+
+
+def profile_items(profile: Profile, *, simulated: bool = False) -> list[ProfileItem]:
+    """The profile's server flags in ``build_argv`` order, each with the field it comes from."""
+    own: list[tuple[str, str, Any]] = [("model", "--model-path", profile.model), ("host", "--host", profile.host),
+                                       ("port", "--port", profile.port)]
+    if profile.metrics:
+        own.append(("metrics", "--enable-metrics", True))
+    items = [ProfileItem(f, flag, v, tuple(flag_words(flag[2:], v)), "own") for f, flag, v in own]
+    items += [ProfileItem(f"args.{name}", "--" + name, value, tuple(flag_words(name, value)), "args")
+              for name, value in profile.args.items()]
+    if simulated:
+        items += [ProfileItem(f"sim.{name}", "--" + SIM_FLAG_PREFIX + name, value,
+                              tuple(flag_words(SIM_FLAG_PREFIX + name, value)), "sim")
+                  for name, value in profile.sim.items()]
+    return [item for item in items if item.words]
+
+
+def located_error(profile: Profile, field_name: str, message: str, suggestions: Iterable[str] = (),
+                  *, at_key: bool = False) -> ProfileError:
+    """A ``ProfileError`` at ``field_name``'s value (or its key) in the file that wrote it."""
+    return _error(profile, field_name, message, suggestions, at_key=at_key)
+
+
+def unknown_flag_error(profile: Profile, item: ProfileItem, close: Iterable[str], source: str) -> ProfileError:
+    matches = [m for m in close if item.section != "sim" or m.startswith("--" + SIM_FLAG_PREFIX)]
+    shown = [item.shown(m) for m in matches]
+    return _error(profile, item.field, f"{source} no flag {item.flag}" + did_you_mean(shown), shown, at_key=True)
+
+
+def ambiguous_flag_error(profile: Profile, item: ProfileItem, options: Iterable[str]) -> ProfileError:
+    options = list(options)
+    shown = [item.shown(m) for m in options]
+    return _error(profile, item.field,
+                  f"{item.flag} is ambiguous for this SGLang, which reads it as an abbreviation of "
+                  f"{' or '.join(options)}; write the full flag", shown, at_key=True)
+
+
+def open_choice_errors(profile: Profile, item: ProfileItem, option: str, help_text: str) -> list[ProfileError]:
+    """A value outside the "Builtins: ..." list of a free-form flag's help (SGLang checks those
+    names only when the server starts, so argparse alone lets a typo through)."""
+    names = prose_choices(help_text)
+    if not names or item.value is True:
+        return []
+    info = FlagInfo(option, takes_value=True, multiple=True, choices=names, choices_open=True)
+    return _check_value(profile, item.field, item.flag, info, item.value)
+
+
 def check_against(profile: Profile, flagset: FlagSet, *, simulated: bool = False) -> list[ProfileError]:
     """Every argument of ``profile`` that the server described by ``flagset`` would reject.
 
@@ -298,31 +427,102 @@ def check_against(profile: Profile, flagset: FlagSet, *, simulated: bool = False
         return [_error(profile, "args", "the server's --help listed no flags, so the profile cannot be "
                        "checked; is that SGLang's launch_server?")]
     errors: list[ProfileError] = []
-    own = [("model", "--model-path", profile.model), ("host", "--host", profile.host),
-           ("port", "--port", profile.port)]
-    if profile.metrics:
-        own.append(("metrics", "--enable-metrics", True))
-    for field_name, flag, _value in own:
-        if flag not in flagset:
-            errors.append(_error(profile, field_name, f"this SGLang has no {flag} flag, which spectui needs "
-                                 f"for '{field_name}'"))
-
-    items = [("args", name, value) for name, value in profile.args.items()]
-    if simulated:
-        items += [("sim", SIM_FLAG_PREFIX + name, value) for name, value in profile.sim.items()]
-    for section, name, value in items:
-        flag = "--" + name
-        field_name = f"{section}.{name[len(SIM_FLAG_PREFIX):] if section == 'sim' else name}"
-        info = flagset.get(flag)
-        if info is None:
-            matches = flagset.closest(flag)
-            if section == "sim":
-                matches = [m for m in matches if m.startswith("--" + SIM_FLAG_PREFIX)]
-                shown = [m[2 + len(SIM_FLAG_PREFIX):] for m in matches]
-            else:
-                shown = [m[2:] for m in matches]
-            errors.append(_error(profile, field_name, f"the server's --help lists no flag {flag}"
-                                 + did_you_mean(shown), shown, at_key=True))
+    for item in profile_items(profile, simulated=simulated):
+        match = flagset.resolve(item.flag)
+        if match.ambiguous:
+            errors.append(ambiguous_flag_error(profile, item, match.ambiguous))
             continue
-        errors.extend(_check_value(profile, field_name, flag, info, value))
+        if match.info is None:
+            if item.section == "own":
+                errors.append(_error(profile, item.field, f"this SGLang has no {item.flag} flag, which spectui "
+                                     f"needs for '{item.field}'"))
+            else:
+                errors.append(unknown_flag_error(profile, item, flagset.closest(item.flag),
+                                                 "the server's --help lists"))
+            continue
+        if item.section != "own":
+            errors.extend(_check_value(profile, item.field, item.flag, match.info, item.value))
     return sorted(errors, key=lambda e: (e.path or "", e.line or 0, e.column or 0))
+
+
+def abbreviation_note(profile: Profile, item: ProfileItem, option: str) -> ProfileError:
+    return _error(profile, item.field, f"{item.flag} is accepted as an abbreviation of {option}; write "
+                  f"'{item.shown(option)}' so that a newer SGLang with more flags cannot find it ambiguous",
+                  [item.shown(option)], at_key=True)
+
+
+def deprecation_note(profile: Profile, item: ProfileItem, note: str) -> ProfileError:
+    return _error(profile, item.field, f"{item.flag} is deprecated in this SGLang: {note.rstrip('.')}", at_key=True)
+
+
+def notes_against(profile: Profile, flagset: FlagSet, *, simulated: bool = False) -> list[ProfileError]:
+    """What this SGLang accepts but is worth changing: abbreviated and deprecated flags."""
+    notes: list[ProfileError] = []
+    for item in profile_items(profile, simulated=simulated):
+        match = flagset.resolve(item.flag)
+        if match.info is None:
+            continue
+        if match.abbreviated:
+            notes.append(abbreviation_note(profile, item, match.option))
+        if match.info.deprecated:
+            notes.append(deprecation_note(profile, item, match.info.deprecated))
+    return notes
+
+
+# -- a whole command line, read as argparse reads it ----------------------------------------------
+
+_NEGATIVE_NUMBER_RE = re.compile(r"^-\d+$|^-\d*\.\d+$")
+
+
+def _is_option_word(word: str) -> bool:
+    return word.startswith("-") and word != "-" and not _NEGATIVE_NUMBER_RE.match(word)
+
+
+def argv_verdict(argv: list[str], flagset: FlagSet) -> str | None:
+    """What argparse would say about a server ``argv`` given only this ``--help`` text: None
+    when it would accept it, else an argparse-style message. argparse reports an ambiguous
+    abbreviation first (it resolves every option before reading values), then the first bad
+    value, then every unrecognized word together; so does this."""
+    ambiguous: list[str] = []
+    bad_value: list[str] = []
+    unknown: list[str] = []
+    i = 0
+    while i < len(argv):
+        word = argv[i]
+        i += 1
+        if not _is_option_word(word):
+            unknown.append(word)
+            continue
+        match = flagset.resolve(word)
+        if match.ambiguous:
+            ambiguous.append(f"ambiguous option: {word.split('=', 1)[0]} could match {', '.join(match.ambiguous)}")
+            continue
+        info = match.info
+        if info is None:
+            unknown.append(word)
+            continue
+        if "=" in word and match.option != word:
+            values = [word.split("=", 1)[1]]
+        else:
+            values = []
+            limit = (len(argv) if info.multiple else 1) if info.takes_value else 0
+            while i < len(argv) and len(values) < limit and not _is_option_word(argv[i]):
+                values.append(argv[i])
+                i += 1
+        label = "/".join([info.name, *info.aliases])
+        if info.takes_value and not values and not info.optional_value:
+            bad_value.append(f"argument {label}: expected {'at least ' if info.multiple else ''}one argument")
+        elif not info.takes_value and values:
+            bad_value.append(f"argument {label}: ignored explicit argument {values[0]!r}")
+        elif info.choices is not None and not info.choices_open:
+            for value in values:
+                if value not in info.choices:
+                    bad_value.append(f"argument {label}: invalid choice: {value!r}")
+                    break
+    if ambiguous:
+        return ambiguous[0]
+    if bad_value:
+        return bad_value[0]
+    if unknown:
+        return "unrecognized arguments: " + " ".join(unknown)
+    return None
