@@ -20,6 +20,7 @@ import argparse
 import asyncio
 import dataclasses
 import os
+import signal
 import socket
 import sys
 import tempfile
@@ -33,7 +34,8 @@ from spectui.agent.live_figures import HISTORY_S as AGENT_WINDOW_S  # noqa: E402
 from spectui.core.live import HostLink  # noqa: E402
 from spectui.core.profiles import load_profiles  # noqa: E402
 from spectui.core.servers import ServerControl  # noqa: E402
-from spectui.core.session import HostTarget  # noqa: E402
+from spectui.core.errors import SpectuiError  # noqa: E402
+from spectui.core.session import HostTarget, open_session  # noqa: E402
 
 HZ = 10.0
 RSS_FLOOR_KB = 2048
@@ -72,10 +74,48 @@ async def wait_for(cond, timeout: float, what: str) -> None:
         await asyncio.sleep(0.2)
 
 
+async def stop_everything(link, target: HostTarget) -> None:
+    """Stop the demo traffic and every server this run started: over the link while it lasts, else
+    over a new session to the same simulated host (an interrupt may have ended the agent)."""
+    session, fresh = link.session, None
+    try:
+        if session is None or session.client.closed.is_set():
+            session = fresh = await open_session(target)
+        else:
+            try:
+                await session.client.call("traffic.stop", timeout=5)
+            except SpectuiError:
+                session = fresh = await open_session(target)
+        ctl = ServerControl(session)
+        for srv in await ctl.list():
+            if srv["state"] not in ("stopped", "failed", "crashed"):
+                await ctl.stop(srv["name"])
+    except SpectuiError as exc:
+        print(f"soak: could not stop the servers ({exc}); see `spectui servers list --demo --state-dir "
+              f"{target.state_dir}`", file=sys.stderr)
+    finally:
+        if fresh is not None:
+            await fresh.close()
+
+
+async def interruptible(work) -> int:
+    """Run ``work``; SIGTERM or SIGINT cancels it, so that its cleanup (stopping the servers) runs."""
+    task = asyncio.ensure_future(work)
+    loop = asyncio.get_running_loop()
+    for sig in (signal.SIGTERM, signal.SIGINT):
+        loop.add_signal_handler(sig, task.cancel)
+    try:
+        return await task
+    except asyncio.CancelledError:
+        print("soak: interrupted; the servers it started were stopped", file=sys.stderr)
+        return 130
+
+
 async def soak(args) -> int:
     profile = dataclasses.replace(load_profiles().get(PROFILE), port=free_port())  # beside any other demo
     with tempfile.TemporaryDirectory(prefix="spectui-soak-", ignore_cleanup_errors=True) as tmp:
-        link = HostLink(HostTarget.demo(str(Path(tmp) / "state")), gpu_interval_s=1 / HZ,
+        target = HostTarget.demo(str(Path(tmp) / "state"))
+        link = HostLink(target, gpu_interval_s=1 / HZ,
                         server_interval_s=1 / HZ, history=args.history)
         runner = asyncio.create_task(link.run())
         try:
@@ -101,11 +141,8 @@ async def soak(args) -> int:
             end = {"agent": usage(agent_pid), "console": usage(me)}
             events = link.version - version0
             took = time.monotonic() - t0
-            await session.client.call("traffic.stop")
-            for srv in await ctl.list():
-                if srv["state"] not in ("stopped", "failed", "crashed"):
-                    await ctl.stop(srv["name"])
         finally:
+            await stop_everything(link, target)  # also when interrupted: leave no server running
             await link.close()
             runner.cancel()
     print(f"soak: {took:.0f} s after a {warmup:.0f} s warm-up; GPU and server frames at {HZ:g} Hz, "
@@ -132,7 +169,7 @@ def main() -> int:
     ap.add_argument("--history", type=int, default=3600, help="frames the link keeps per series, as the console "
                     "(default 3600)")
     args = ap.parse_args()
-    return asyncio.run(soak(args))
+    return asyncio.run(interruptible(soak(args)))
 
 
 if __name__ == "__main__":
