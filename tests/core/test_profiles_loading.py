@@ -350,3 +350,18 @@ def test_profile_is_plain_data():
     p = Profile(name="x", model="org/m")
     assert p.launcher == ("-m", "sglang.launch_server") and p.metrics and p.port == 30000
     assert str(p) == "x (org/m, no speculation)"
+
+
+@pytest.mark.parametrize("stem", ["bad name;rm", "-dash-first", "$(reboot)", "x\x1b[2J"])
+def test_a_name_taken_from_the_file_name_is_held_to_the_name_rule(tmp_path, stem):
+    write(tmp_path, stem + ".yaml", "model: m\n")
+    lib = load(tmp_path)
+    assert stem not in lib.profiles
+    err = only_error(lib)
+    assert err.line == 1 and err.field == "name" and "rename the file or set 'name'" in str(err)
+
+
+def test_a_valid_name_field_rescues_an_odd_file_name(tmp_path):
+    write(tmp_path, "odd name.yaml", "name: fine-name\nmodel: m\n")
+    lib = load(tmp_path)
+    assert lib.ok and "fine-name" in lib.profiles

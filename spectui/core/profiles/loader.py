@@ -65,9 +65,16 @@ def read_profile_file(path: str | Path) -> tuple[RawProfile | None, list[Profile
     except ProfileError as exc:
         return None, [exc]
     name = Path(path).stem
-    if isinstance(doc.data, dict) and isinstance(doc.data.get("name"), str) and NAME_RE.match(doc.data["name"]):
+    named = isinstance(doc.data, dict) and "name" in doc.data
+    if named and isinstance(doc.data.get("name"), str) and NAME_RE.match(doc.data["name"]):
         name = doc.data["name"]
     errors = validate_document(doc, profile=name)
+    if not named and not NAME_RE.match(name):
+        # the name comes from the file name: held to the same rule as a 'name' field
+        errors.append(ProfileError(
+            f"the profile takes its name from the file name '{name}', which may hold only letters, digits, "
+            "'.', '_' and '-', starting with a letter or digit; rename the file or set 'name'",
+            path=path, line=1, column=1, field="name", profile=name))
     return RawProfile(name=name, doc=doc, valid=not errors), errors
 
 
