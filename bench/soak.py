@@ -8,7 +8,8 @@ On a private simulated host (the machinery of ``spectui demo``), the console's c
 connects with GPU telemetry and server frames both at 10 Hz, starts kimi-eagle3 and the demo
 traffic (one request at a time), and runs for ``--seconds``. RSS, threads and open file
 descriptors of the agent and of this process (the console's side) are read after the warm-up
-and at the end. The warm-up lasts at least until the console's history rings are full
+and at the end, each as the least of ten readings over two seconds (a connection that lives for
+one poll is not a leak; a leaked one is in every reading). The warm-up lasts at least until the console's history rings are full
 (``--history`` frames at 10 Hz) and the agent's metrics window is (60 s of snapshots), since
 filling them is growth by design. Floor: after the warm-up, RSS grows
 by at most 2 MB in each process, threads and file descriptors not at all.
@@ -60,6 +61,16 @@ def usage(pid: int) -> dict:
                 out["threads"] = int(value)
     out["fds"] = len(os.listdir(f"/proc/{pid}/fd"))
     return out
+
+
+async def settled_usage(pid: int, samples: int = 10, every_s: float = 0.2) -> dict:
+    """The least of each figure over ``samples`` readings: a connection or thread that lives for
+    one poll is not counted, while anything leaked is there in every reading."""
+    readings = []
+    for _ in range(samples):
+        readings.append(usage(pid))
+        await asyncio.sleep(every_s)
+    return {key: min(r[key] for r in readings) for key in readings[0]}
 
 
 def line(label: str, u: dict) -> str:
@@ -135,10 +146,10 @@ async def soak(args) -> int:
             warmup = max(args.warmup, args.history / HZ, AGENT_WINDOW_S) + 5
             await asyncio.sleep(warmup)
             version0 = link.version
-            start = {"agent": usage(agent_pid), "console": usage(me)}
+            start = {"agent": await settled_usage(agent_pid), "console": await settled_usage(me)}
             t0 = time.monotonic()
             await asyncio.sleep(args.seconds)
-            end = {"agent": usage(agent_pid), "console": usage(me)}
+            end = {"agent": await settled_usage(agent_pid), "console": await settled_usage(me)}
             events = link.version - version0
             took = time.monotonic() - t0
         finally:

@@ -1,0 +1,24 @@
+"""The soak check, one minute of it: the console's link and the agent at 10 Hz with demo traffic
+against the simulated host grow by no more than the floor after the warm-up, and the run leaves
+no server behind. (``python bench/soak.py`` runs ten minutes by default.)"""
+
+import re
+import subprocess
+import sys
+
+import pytest
+
+from tests.sim.simproc import ROOT
+
+
+@pytest.mark.timeout(400)
+def test_a_one_minute_soak_holds_the_floor_and_leaves_nothing_running():
+    r = subprocess.run([sys.executable, str(ROOT / "bench" / "soak.py"), "--seconds", "60", "--history", "100"],
+                       capture_output=True, text=True, timeout=380, cwd=str(ROOT))
+    out = r.stdout + r.stderr
+    assert r.returncode == 0 and out.rstrip().endswith("PASS"), out
+    growth = {who: float(mb) for who, mb in re.findall(r"(agent|console) growth: RSS ([+-][\d.]+) MB", out)}
+    assert set(growth) == {"agent", "console"} and max(growth.values()) <= 2.0, out
+    assert re.search(r"soak: 6\d s after a \d+ s warm-up", out), out  # it measured the full minute
+    leftover = subprocess.run(["pgrep", "-f", "spectui-soak-"], capture_output=True, text=True)
+    assert leftover.stdout.strip() == "", "the soak left processes running: " + leftover.stdout
