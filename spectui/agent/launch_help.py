@@ -9,16 +9,19 @@ import subprocess
 from .bootstrap import own_sources
 from .protocol import AgentError
 
-def _run(argv, timeout):
+
+def _run(argv, timeout, stdin_bytes=None, doing=None):
+    """Run ``argv`` (a host interpreter and its arguments); ``doing`` words the timeout sentence."""
     try:
-        return subprocess.run(argv, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                              timeout=timeout)
+        return subprocess.run(argv, input=stdin_bytes, stdin=None if stdin_bytes is not None else subprocess.DEVNULL,
+                              stdout=subprocess.PIPE, stderr=subprocess.PIPE, timeout=timeout)
     except FileNotFoundError:
         raise AgentError("no_python", "%s does not exist on the host" % argv[0])
     except PermissionError:
         raise AgentError("no_python", "%s is not executable on the host" % argv[0])
     except subprocess.TimeoutExpired:
-        raise AgentError("timeout", "%s did not finish within %d s" % (" ".join(argv[:3]), timeout))
+        raise AgentError("timeout", "%s did not %s within %d s" % (
+            argv[0] if doing else " ".join(argv[:3]), doing or "finish", timeout))
 
 
 def sglang_version(params):
@@ -60,14 +63,7 @@ def launch_parse(params):
     timeout = float(params.get("timeout_s") or 180)
     request = json.dumps(_parse_request(params)).encode("utf-8")
     argv = [python, "-c", own_sources()["sglang_argparse"]]
-    try:
-        r = subprocess.run(argv, input=request, stdout=subprocess.PIPE, stderr=subprocess.PIPE, timeout=timeout)
-    except FileNotFoundError:
-        raise AgentError("no_python", "%s does not exist on the host" % python)
-    except PermissionError:
-        raise AgentError("no_python", "%s is not executable on the host" % python)
-    except subprocess.TimeoutExpired:
-        raise AgentError("timeout", "%s did not parse the launch flags within %d s" % (python, timeout))
+    r = _run(argv, timeout, stdin_bytes=request, doing="parse the launch flags")
     try:
         answer = json.loads(r.stdout.decode("utf-8", "replace"))
     except ValueError:

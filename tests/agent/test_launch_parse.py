@@ -8,7 +8,6 @@ wheel is exercised in tests/real_sglang.
 
 from __future__ import annotations
 
-import json
 import subprocess
 import sys
 import textwrap

@@ -16,38 +16,23 @@ import json
 import os
 import re
 import subprocess
-import sys
-from pathlib import Path
 
 import pytest
 
 from spectui.core.profiles import build_argv, load_profiles
 from spectui.core.profiles.discovery import ProfileLayer
-from spectui.core.source import SourceError, fetch_sglang_source
 from spectui.sim.logfmt import VERSIONS, LogFormat
 from spectui.sim.server import flag_table, flag_types
 from spectui.sim.server.cli import build_parser, parse_args
 from spectui.sim.server.config import resolve
 
 from tests.sim.simproc import ROOT
+from tests.support.wheels import release_tree, wheel_cache
 
 pytestmark = pytest.mark.timeout(600)  # the first use of a release downloads its wheel
 
 ERAS = list(VERSIONS)
 REAL_VERSION = "0.5.23"
-
-
-def wheel_cache() -> Path:
-    return Path(os.environ.get("SPECTUI_WHEEL_CACHE") or "~/.cache/spectui-test-wheels").expanduser()
-
-
-def release_tree(version: str) -> Path:
-    cache = wheel_cache()
-    try:
-        return fetch_sglang_source(version, cache=cache / "trees", wheel_dir=cache)
-    except SourceError as exc:
-        pytest.fail(f"SGLang {version}'s wheel is needed from PyPI and could not be fetched into {cache}: {exc}",
-                    pytrace=False)
 
 
 def sim_actions(era):

@@ -1,35 +1,21 @@
 """Fixtures of the source browser tests: real SGLang releases from PyPI, and a demo-host session.
 
-The releases are fetched with the product's own code (pip download --no-deps, then unzip) into
-``$SPECTUI_WHEEL_CACHE`` (default ``~/.cache/spectui-test-wheels``): downloaded once, reused.
+The releases come from ``tests.support.wheels`` (the product's own fetch into the shared wheel
+cache: downloaded once, reused).
 """
 
-import os
 from pathlib import Path
 
 import pytest
 
 from spectui.core.session import HostTarget, open_session
-from spectui.core.source import SourceError, fetch_sglang_source
 from spectui.core.source.browser import open_browser
+from tests.support.wheels import release_tree, wheel_cache
 
 # The newest release the issue names, and a 2025 release (October 2025) whose enum is an
 # IntEnum (NONE, EAGLE, EAGLE3, STANDALONE, NGRAM) dispatched from the scheduler.
 RELEASE_CURRENT = "0.5.23"
 RELEASE_2025 = "0.5.3"
-
-
-def wheel_cache() -> Path:
-    return Path(os.environ.get("SPECTUI_WHEEL_CACHE") or "~/.cache/spectui-test-wheels").expanduser()
-
-
-def release_tree(version: str) -> Path:
-    cache = wheel_cache()
-    try:
-        return fetch_sglang_source(version, cache=cache / "trees", wheel_dir=cache)
-    except SourceError as exc:
-        pytest.fail(f"SGLang {version}'s wheel is needed from PyPI and could not be fetched into {cache}: {exc}",
-                    pytrace=False)
 
 
 @pytest.fixture(scope="session")

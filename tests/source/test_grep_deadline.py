@@ -16,7 +16,7 @@ import time
 import pytest
 
 from spectui.core.agent_bundle import build_bundle
-from tests.support.procs import pid_alive, wait_gone
+from tests.support.procs import child_pids, pid_alive, wait_gone
 
 CATASTROPHIC = "(a+)+$"   # nested repeats: 2**n backtracking steps on a line of n a's not ending the line
 SLOW_LINE = "a" * 60 + "!\n"
@@ -72,17 +72,7 @@ class RawAgent:
 
     def children(self):
         """Live child processes of the agent."""
-        out = []
-        for n in os.listdir("/proc"):
-            if n.isdigit():
-                try:
-                    with open(f"/proc/{n}/stat") as fh:
-                        rest = fh.read().rsplit(")", 1)[1].split()
-                except OSError:
-                    continue
-                if int(rest[1]) == self.pid and rest[0] != "Z":
-                    out.append(int(n))
-        return out
+        return child_pids(self.pid)
 
     def search_processes(self, settle=0.5):
         """The agent's children once a search has had ``settle`` seconds to get going."""

@@ -21,8 +21,9 @@ def wait_gone(pid: int, timeout: float = 5.0) -> bool:
     return False
 
 
-def group_pids(pgid: int) -> list[int]:
-    """Live processes of process group ``pgid``."""
+def _live_pids_where(field: int, value: int) -> list[int]:
+    """Live processes whose /proc stat field ``field`` (after the command name: 1 ppid, 2 pgid)
+    equals ``value``."""
     out = []
     for n in os.listdir("/proc"):
         if n.isdigit():
@@ -31,6 +32,16 @@ def group_pids(pgid: int) -> list[int]:
                     rest = fh.read().rsplit(")", 1)[1].split()
             except OSError:
                 continue
-            if int(rest[2]) == pgid and rest[0] != "Z":
+            if int(rest[field]) == value and rest[0] != "Z":
                 out.append(int(n))
     return out
+
+
+def group_pids(pgid: int) -> list[int]:
+    """Live processes of process group ``pgid``."""
+    return _live_pids_where(2, pgid)
+
+
+def child_pids(ppid: int) -> list[int]:
+    """Live child processes of ``ppid``."""
+    return _live_pids_where(1, ppid)

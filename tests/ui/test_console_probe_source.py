@@ -3,7 +3,6 @@ header, ``p`` and the predicted L* (panel, history, comparison table), and ``f``
 SGLang's published wheel on the demo (and saying so in one sentence when offline)."""
 
 import os
-from pathlib import Path
 
 import pytest
 
@@ -18,6 +17,7 @@ from spectui.ui.screens.confirm import ConfirmScreen
 from spectui.ui.screens.picker import PresetPicker
 from spectui.ui.screens.source import SourceScreen
 from spectui.ui.widgets.source_tree import SourceTree
+from tests.support.wheels import wheel_cache
 from tests.ui.support import connected, panel_text, server_state, wait_for, write_kimi_profile, write_preset
 
 SIZE = (160, 50)
@@ -101,10 +101,6 @@ async def test_interconnect_probe_and_predicted_l_star_in_panel_history_and_tabl
         for _ in range(4):
             await pilot.press("down")
         await wait_for(pilot, lambda: f"predicted L* {expected:.2f}" in panel_text(app2, "spec"), 5, "the panel")
-
-
-def wheel_cache() -> Path:
-    return Path(os.environ.get("SPECTUI_WHEEL_CACHE") or "~/.cache/spectui-test-wheels").expanduser()
 
 
 @pytest.mark.timeout(600)  # without the shared wheel cache, pip downloads the wheel first

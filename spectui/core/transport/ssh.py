@@ -28,7 +28,6 @@ from spectui.core.errors import (
     KeyPassphraseNeeded,
 )
 from spectui.core.transport.base import AgentPipe, Transport
-from spectui.core.transport.known_hosts import known_hosts_name  # noqa: F401  (re-exported)
 from spectui.core.transport.known_hosts import Judgement, append, judge, lookup, removal_hint
 from spectui.core.transport.ssh_config import HostConfig, config_paths, host_config
 
