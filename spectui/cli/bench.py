@@ -27,7 +27,7 @@ import sys
 
 from spectui.cli.hostopts import (add_host_options, explain_connect_error, has_host, refuse_on_problems,
                                   run_with_passphrase_prompt, target_from_args)
-from spectui.cli.servers import Progress
+from spectui.cli.output import ProgressLine
 from spectui.core.bench import (
     BenchClient,
     BenchError,
@@ -112,19 +112,25 @@ def _list_presets(fmt: str) -> int:
 
 
 class CompareProgress:
+    """A comparison's steps: on a terminal one line updated in place; in a file or a pipe one line per
+    switch, per state of each run on the host (starting, warmup, flushing, running, finishing) and per
+    finished run."""
+
     def __init__(self) -> None:
-        self.out = Progress()
+        self.out = ProgressLine()
 
     def __call__(self, ev: CompareEvent) -> None:
         where = f"[{ev.index}/{ev.total}]"
+        run = f"{where} {ev.profile} c={ev.concurrency} repeat {ev.repeat}"
         if ev.kind == "switching":
             self.out.show(f"{where} switching to {ev.profile}")
         elif ev.kind == "switch_failed":
             self.out.show(f"{where} {ev.profile}: {ev.detail}")
         elif ev.kind == "run_started":
-            self.out.show(f"{where} {ev.profile} c={ev.concurrency} repeat {ev.repeat}: starting")
-        elif ev.kind == "progress" and ev.progress is not None:
-            self.out.show(f"{where} {ev.profile} c={ev.concurrency} repeat {ev.repeat}: {ev.progress.line()}")
+            self.out.show(f"{run}: starting", stage=(run, "starting"))
+        elif ev.kind == "progress" and ev.progress is not None and not ev.progress.finished:
+            # the run's last state is the run_finished line
+            self.out.show(f"{run}: {ev.progress.line()}", stage=(run, ev.progress.state))
         elif ev.kind == "run_finished" and ev.result is not None:
             s = ev.result.stats
             tok = s.get("output_tok_s")
@@ -237,7 +243,7 @@ async def _single(args: argparse.Namespace, target: HostTarget) -> int:
             levels = list(preset.concurrency)
         else:
             levels = [args.concurrency if args.concurrency is not None else preset.concurrency[0]]
-        progress = Progress()
+        progress = ProgressLine()
         results = []
         for i, conc in enumerate(levels):
             handle = await start_run(reconnect.session, preset, server=server, concurrency=conc, engine=args.engine,
@@ -249,7 +255,8 @@ async def _single(args: argparse.Namespace, target: HostTarget) -> int:
                       f"throughput are not those of a lone run", file=sys.stderr)
             while True:
                 stop = BenchClient(handle.session).on_progress(
-                    lambda p, c=conc, rid=handle.run_id: progress.show(f"{server} c={c}: {p.line()}")
+                    lambda p, c=conc, rid=handle.run_id: progress.show(f"{server} c={c}: {p.line()}",
+                                                                       stage=(rid, p.state))
                     if p.run_id == rid else None)
                 try:
                     result = await handle.wait()
@@ -300,8 +307,8 @@ async def _cancel(args: argparse.Namespace, target: HostTarget) -> int:
 
 async def _collect_one(session: Session, store: HistoryStore, run_id: str) -> list:
     """Wait for ``run_id`` on the host to end (showing its progress), then save it."""
-    progress = Progress()
-    stop = BenchClient(session).on_progress(lambda p: progress.show(f"run {run_id}: {p.line()}")
+    progress = ProgressLine()
+    stop = BenchClient(session).on_progress(lambda p: progress.show(f"run {run_id}: {p.line()}", stage=p.state)
                                             if p.run_id == run_id else None)
     try:
         st = await BenchClient(session).status(run_id)  # an unknown id: the host's one sentence

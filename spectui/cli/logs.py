@@ -180,16 +180,7 @@ def run_parse(args: argparse.Namespace) -> int:
     except LogInputError as exc:
         print("spectui logs: %s" % exc, file=sys.stderr)
         return 1
-    except BrokenPipeError:  # `spectui logs parse x | head`
-        _silence_stdout()
-    return 0
-
-
-def _silence_stdout() -> None:
-    import os
-
-    devnull = os.open(os.devnull, os.O_WRONLY)
-    os.dup2(devnull, sys.stdout.fileno())
+    return 0  # `spectui logs parse x | head`: the entry ends a closed pipe quietly
 
 
 # ---------------------------------------------------------------------------
@@ -407,12 +398,9 @@ def run_summary(args: argparse.Namespace) -> int:
         print("spectui logs: %s" % exc, file=sys.stderr)
         return 1
     summary = dict({"file": args.file}, **summary)
-    try:
-        if args.json:
-            sys.stdout.write(json.dumps(summary) + "\n")
-        else:
-            sys.stdout.write(for_stream(format_summary(summary, "stdin" if args.file == "-" else args.file), sys.stdout))
-        sys.stdout.flush()
-    except BrokenPipeError:
-        _silence_stdout()
+    if args.json:
+        sys.stdout.write(json.dumps(summary) + "\n")
+    else:
+        sys.stdout.write(for_stream(format_summary(summary, "stdin" if args.file == "-" else args.file), sys.stdout))
+    sys.stdout.flush()
     return 0

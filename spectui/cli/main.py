@@ -7,6 +7,7 @@ import importlib
 import sys
 
 from spectui import __version__
+from spectui.cli.output import closed_stdout_status
 
 # Each entry is a module under spectui.cli with ``register(subparsers)``; the registered
 # parser sets ``func`` (called with the parsed args, returns an exit status).
@@ -36,6 +37,22 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def main(argv: list[str] | None = None) -> int:
+    """Run one command; its exit status. A reader that goes away (``spectui status --json | head``)
+    ends the command quietly with 141, as SIGPIPE ends shell tools."""
+    try:
+        try:
+            return _run(argv)
+        finally:  # --help and --version end in SystemExit: they are flushed here too
+            sys.stdout.flush()  # a pipe's buffered output fails here, not at the interpreter's exit
+    except BrokenPipeError as exc:
+        status = closed_stdout_status()
+        if status is None:  # not stdout's reader: some other pipe this command wrote to
+            print(f"spectui: a pipe this command wrote to was closed ({exc.strerror or exc})", file=sys.stderr)
+            return 1
+        return status
+
+
+def _run(argv: list[str] | None) -> int:
     parser = build_parser()
     argv = list(sys.argv[1:] if argv is None else argv)
     args = parser.parse_args(argv)
