@@ -4,15 +4,16 @@ Started by ``bench.start`` (see ``bench_methods``) with ``spawn_detached``, in i
 and process group, so a lost SSH connection does not stop it. Everything it knows goes to
 the run's folder ``<state>/bench/<run_id>/``:
 
-* ``spec.json`` (input): prompts, output length, concurrency or request rate, seed, server;
+* ``spec.json`` (input): prompts (or ``dataset_file``: a dataset file on this host to sample them
+  from, see ``bench_datasets``), output length, concurrency or request rate, seed, server;
 * ``status.json``: state (``starting``, ``warmup``, ``flushing``, ``running``, ``finishing``,
   then ``done``, ``failed`` or ``interrupted``), counts, times, pid, reason, and
   ``overlapped_with``: the live runs on the same server when this one started with
   ``allow_overlap`` (runs that start later are added by the agent in ``overlaps.json``);
 * ``requests.jsonl``: one line per measured request, appended as each one completes;
 * ``summary.json``: the run's facts (times, ``/flush_cache`` result, ``/metrics`` counters
-  before and after, ``/server_info`` before and after), written at the end, also when
-  interrupted.
+  before and after, ``/server_info`` before and after, ``dataset``: its name, the sha256 of the
+  file read and of the prompts sent), written at the end, also when interrupted.
 
 Requests use SGLang's native ``/generate`` with ``"stream": true`` (Server-Sent Events, read
 line by line). Per request: time to first token, the gaps between streamed chunks with the
@@ -40,6 +41,7 @@ import threading
 import time
 from collections import deque
 
+from .bench_datasets import DatasetFileError, load_file_prompts, prompts_sha256
 from .bootstrap import exit_now
 from .promwindow import MetricsUnavailable, parse_metrics
 from .sse import sse_data
@@ -118,10 +120,10 @@ class Runner(object):
         self.status = {
             "run_id": spec["run_id"], "state": "starting", "pid": os.getpid(), "engine": spec.get("engine", "spectui"),
             "started_at": time.time(), "updated_at": time.time(), "measure_started_at": None, "ended_at": None,
-            "total": len(spec.get("prompts") or []) if spec.get("engine", "spectui") == "spectui"
+            "total": _planned(spec, "count", "prompts") if spec.get("engine", "spectui") == "spectui"
             else int((spec.get("sglang") or {}).get("num_prompts") or 0),
             "done": 0, "errors": 0, "tokens_streamed": 0, "output_len": spec.get("output_len"),
-            "warmup_total": len(spec.get("warmup_prompts") or []), "warmup_done": 0,
+            "warmup_total": _planned(spec, "warmup", "warmup_prompts"), "warmup_done": 0,
             "reason": None, "labels": spec.get("labels") or {}, "server": srv.get("name"),
             "overlapped_with": list(spec.get("overlapped_with") or []),
         }
@@ -467,8 +469,32 @@ class Runner(object):
         self.set_status(ended_at=time.time())
         return 0 if self.status["state"] == "done" else 1
 
+    def load_prompts(self, summary):
+        """Sample the prompts from the host's dataset file when the spec names one; note the dataset.
+
+        Returns False (the run failed, with the one-sentence reason) when the file cannot be used.
+        """
+        spec = self.spec
+        facts = dict(spec.get("dataset") or {})
+        if spec.get("dataset_file"):
+            try:
+                prompts, warm, read = load_file_prompts(spec["dataset_file"])
+            except DatasetFileError as exc:
+                summary["dataset"] = facts or None
+                self.set_status(state="failed", reason=str(exc))
+                return False
+            spec["prompts"], spec["warmup_prompts"] = prompts, warm
+            facts.update(read)
+            self.set_status(total=len(prompts), warmup_total=len(warm))
+        if facts or spec.get("prompts"):
+            facts["prompts_sha256"] = prompts_sha256(spec.get("prompts") or [])
+            summary["dataset"] = facts
+        return True
+
     def run_own(self, summary):
         spec = self.spec
+        if not self.load_prompts(summary):
+            return
         warm = spec.get("warmup_prompts") or []
         if warm:
             self.set_status(state="warmup")
@@ -543,6 +569,13 @@ class Runner(object):
                 pass
             self.set_status(state="failed", reason="%s exited with status %d: %s" % (
                 sg.get("module"), proc.returncode, tail))
+
+
+def _planned(spec, key, prompts_key):
+    """How many prompts of a kind the run will send: those in the spec, or those its dataset file gives."""
+    if spec.get("dataset_file") and not spec.get(prompts_key):
+        return int(spec["dataset_file"].get(key) or 0)
+    return len(spec.get(prompts_key) or [])
 
 
 def main(argv):

@@ -26,7 +26,7 @@ def test_user_preset_overrides_a_shipped_one(env):
 @pytest.mark.parametrize("text, where, words", [
     ("name: a\nconcurency: 4\n", ":2:1", ["concurency", "did you mean 'concurrency'"]),
     ("name: a\nconcurrency: [1, 2, 0]\n", ":2:21", ["concurrency must be", "not 0"]),
-    ("name: a\ndataset: reasonig\n", ":2:10", ["dataset must be random or reasoning", "did you mean 'reasoning'"]),
+    ("name: a\ndataset: reasonig\n", ":2:10", ["dataset must be random, reasoning, mt-bench, sharegpt or custom", "did you mean 'reasoning'"]),
     ("name: a\noutput-len: many\n", ":2:13", ["output-len must be a whole number"]),
     ("name: a\nrequest-rate: -1\n", ":2:15", ["request-rate must be"]),
     ("name: a\nconcurrency: [1, 2]\nrequest-rate: 3\n", ":2:14", ["one concurrency cap"]),

@@ -15,15 +15,36 @@ there they match; a real tokenizer gives somewhat more tokens per word. Each req
 actual ``prompt_tokens`` is recorded from the server's answer.
 
 Same ``(dataset, seed, count, input_len)`` -> the same prompts, on any machine and Python.
+
+Real prompts, read with SGLang's rules (``spectui/agent/bench_datasets.py`` has them, with the
+lines of SGLang's loaders they follow):
+
+* ``mt-bench``: the 80 MT-Bench questions shipped with spectui (``spectui/data/prompts``, Apache
+  2.0, see its SOURCE.txt), the first turn of each; sampled here and sent with the run.
+* ``sharegpt`` and ``custom``: a file on the GPU host (``dataset-path``) in the format of
+  ``sglang.benchmark.serving --dataset-name sharegpt`` or ``custom``; read and sampled there by the
+  benchmark runner, which records the file's sha256. ``mt-bench`` with a ``dataset-path`` reads
+  the host's own ``question.jsonl`` the same way.
+
+For these ``input_len`` is the most words a prompt may have: longer ones are passed over, as
+SGLang passes over conversations beyond ``--sharegpt-context-len``.
 """
 
 from __future__ import annotations
 
+import hashlib
 import random
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, field
+from functools import lru_cache
+from importlib import resources
 
-DATASETS = ("random", "reasoning")
+from spectui.agent.bench_datasets import DatasetFileError, prompts_from_text, prompts_sha256, sample_prompts
+
+GENERATED = ("random", "reasoning")
+SHIPPED = {"mt-bench": "mt_bench_question.jsonl"}  # name -> file in spectui/data/prompts
+FILE_FORMATS = ("mt-bench", "sharegpt", "custom")  # read from a dataset-path on the host
+DATASETS = GENERATED + ("mt-bench", "sharegpt", "custom")
 
 _WORD_RE = re.compile(r"[A-Za-z0-9]+(?:'[A-Za-z]+)*|[^\sA-Za-z0-9]")
 
@@ -178,10 +199,40 @@ def reasoning_prompt(rng: random.Random, n_words: int) -> str:
     return _fit(parts, max(1, n_words))
 
 
+@lru_cache(maxsize=None)
+def shipped_text(dataset: str) -> str:
+    """The text of a prompt set shipped with spectui."""
+    return resources.files("spectui.data.prompts").joinpath(SHIPPED[dataset]).read_text(encoding="utf-8")
+
+
+def shipped_sha256(dataset: str) -> str:
+    return hashlib.sha256(shipped_text(dataset).encode("utf-8")).hexdigest()
+
+
+def shipped_prompts(dataset: str, count: int, max_words: int, seed: int) -> list[str]:
+    """``count`` prompts of the shipped set ``dataset`` of at most ``max_words`` words, chosen by ``seed``."""
+    where = f"spectui's {dataset} prompt set"
+    try:
+        candidates = prompts_from_text(shipped_text(dataset), dataset, where)
+        return sample_prompts(candidates, dataset, count, seed, max_words, where)
+    except DatasetFileError as exc:
+        raise ValueError(str(exc)) from None
+
+
+def needs_path(dataset: str) -> bool:
+    """Whether ``dataset`` is read from a file the preset must name (``dataset-path``)."""
+    return dataset in FILE_FORMATS and dataset not in SHIPPED
+
+
 def make_prompts(dataset: str, count: int, input_len: int, seed: int) -> list[str]:
-    """``count`` prompts of about ``input_len`` words from ``dataset``, fixed by ``seed``."""
-    if dataset not in DATASETS:
-        raise ValueError(f"unknown dataset {dataset!r}: choose {' or '.join(DATASETS)}")
+    """``count`` prompts of about ``input_len`` words from ``dataset``, fixed by ``seed``.
+
+    For a shipped set, ``input_len`` is the most words a prompt may have.
+    """
+    if dataset in SHIPPED:
+        return shipped_prompts(dataset, count, input_len, seed)
+    if dataset not in GENERATED:
+        raise ValueError(f"unknown dataset {dataset!r}: choose {', '.join(GENERATED + tuple(SHIPPED))}")
     make = random_prompt if dataset == "random" else reasoning_prompt
     rng = random.Random(f"spectui-bench:{dataset}:{seed}")
     return [make(rng, input_len) for _ in range(count)]
@@ -189,13 +240,40 @@ def make_prompts(dataset: str, count: int, input_len: int, seed: int) -> list[st
 
 @dataclass(frozen=True)
 class PromptSet:
-    """The prompts of one run: measured ones and warm-up ones (disjoint, same shape)."""
+    """The prompts of one run: measured ones and warm-up ones (disjoint, same shape).
+
+    A set read from a file on the host has no prompts here: ``host_file`` says what the host's
+    runner reads and samples (name, path, count, warm-up, seed, longest prompt in words).
+    """
 
     prompts: list[str]
     warmup: list[str]
+    dataset: str = "reasoning"
+    host_file: dict | None = field(default=None)
 
     @classmethod
-    def build(cls, dataset: str, count: int, input_len: int, seed: int, warmup: int = 0) -> "PromptSet":
+    def build(cls, dataset: str, count: int, input_len: int, seed: int, warmup: int = 0,
+              path: str | None = None) -> "PromptSet":
+        if path:
+            if dataset not in FILE_FORMATS:
+                raise ValueError(f"dataset {dataset!r} is generated, not read from a file: dataset-path goes with "
+                                 f"{', '.join(FILE_FORMATS)}")
+            return cls([], [], dataset, {"name": dataset, "path": str(path), "count": count, "warmup": warmup,
+                                         "seed": seed, "max_words": input_len})
+        if needs_path(dataset):
+            raise ValueError(f"dataset {dataset!r} is read from a file on the host: give its dataset-path")
         everything = make_prompts(dataset, count + warmup, input_len, seed)
         # warm-up prompts come after the measured ones, so the measured prompts do not depend on it
-        return cls(everything[:count], everything[count:])
+        return cls(everything[:count], everything[count:], dataset)
+
+    def spec_fields(self) -> dict:
+        """What a run spec carries for these prompts: the prompts, or the host file to read them from,
+        and ``dataset`` (the name, and the shipped file's sha256 where there is one)."""
+        if self.host_file is not None:
+            return {"dataset_file": dict(self.host_file),
+                    "dataset": {"name": self.dataset, "path": self.host_file["path"]}}
+        facts: dict = {"name": self.dataset, "prompts_sha256": prompts_sha256(self.prompts)}
+        if self.dataset in SHIPPED:
+            facts["sha256"] = shipped_sha256(self.dataset)
+            facts["file"] = SHIPPED[self.dataset]
+        return {"prompts": self.prompts, "warmup_prompts": self.warmup, "dataset": facts}

@@ -3,8 +3,9 @@
 ```yaml
 name: single-stream
 description: one request at a time, as in the story
-dataset: reasoning        # random | reasoning (generated locally from the seed)
-input-len: 512            # words per prompt (about tokens; see datasets.py)
+dataset: reasoning        # random | reasoning (generated from the seed) | mt-bench (shipped) | sharegpt | custom
+# dataset-path: /data/ShareGPT_V3_unfiltered_cleaned_split.json   # sharegpt/custom: a file on the GPU host
+input-len: 512            # words per prompt (about tokens; see datasets.py); the most words for real prompts
 output-len: 200           # tokens generated per request (EOS ignored)
 num-prompts: 6            # measured requests per run
 concurrency: 1            # requests in flight; a list is a sweep: [1, 2, 4, 8]
@@ -29,7 +30,7 @@ from pathlib import Path
 from typing import Any
 
 import spectui
-from spectui.core.bench.datasets import DATASETS
+from spectui.core.bench.datasets import DATASETS, FILE_FORMATS, needs_path
 from spectui.core.paths import user_config_dir
 from spectui.core.profiles.errors import ProfileError, close_matches, did_you_mean
 from spectui.core.profiles.yamlsource import YamlDocument, load_yaml, parse_yaml
@@ -46,6 +47,7 @@ class PresetError(ProfileError):
 class Preset:
     name: str
     dataset: str = "reasoning"
+    dataset_path: str | None = None
     input_len: int = 256
     output_len: int = 128
     num_prompts: int = 8
@@ -69,6 +71,7 @@ class Preset:
     def to_dict(self) -> dict[str, Any]:
         return {
             "name": self.name, "description": self.description, "dataset": self.dataset,
+            **({"dataset-path": self.dataset_path} if self.dataset_path else {}),
             "input-len": self.input_len, "output-len": self.output_len, "num-prompts": self.num_prompts,
             "concurrency": list(self.concurrency) if self.sweep else self.concurrency[0],
             "request-rate": self.request_rate, "warmup": self.warmup, "repeats": self.repeats, "seed": self.seed,
@@ -80,6 +83,7 @@ class Preset:
         """Back from ``to_dict`` (history); trusts its input."""
         conc = d.get("concurrency", 1)
         return cls(name=d["name"], description=d.get("description") or "", dataset=d.get("dataset", "reasoning"),
+                   dataset_path=d.get("dataset-path"),
                    input_len=int(d.get("input-len", 256)), output_len=int(d.get("output-len", 128)),
                    num_prompts=int(d.get("num-prompts", 8)),
                    concurrency=tuple(int(c) for c in (conc if isinstance(conc, list) else [conc])),
@@ -91,14 +95,16 @@ class Preset:
         load = ("concurrency " + ", ".join(map(str, self.concurrency)))
         if self.request_rate:
             load = f"{self.request_rate:g} req/s (Poisson)" + (f", at most {load}" if self.concurrency else "")
-        return (f"{self.dataset}, {self.input_len} words in, {self.output_len} tokens out, {self.num_prompts} prompts, "
+        source = f"{self.dataset} ({self.dataset_path})" if self.dataset_path else self.dataset
+        return (f"{source}, {self.input_len} words in, {self.output_len} tokens out, {self.num_prompts} prompts, "
                 f"{load}, {self.warmup} warm-up, seed {self.seed}")
 
 
 FIELDS = {
     "name": "a name (letters, digits, - and _)",
     "description": "a line of text",
-    "dataset": "random or reasoning",
+    "dataset": "random, reasoning, mt-bench, sharegpt or custom",
+    "dataset-path": "the path of a dataset file on the GPU host (for sharegpt, custom or mt-bench)",
     "input-len": "a whole number of words, at least 1",
     "output-len": "a whole number of tokens, at least 1",
     "num-prompts": "a whole number, at least 1",
@@ -141,7 +147,16 @@ def parse_preset(doc: YamlDocument) -> Preset:
         raise fail(f"name must be {FIELDS['name']}", ("name",))
     if v["dataset"] not in DATASETS:
         hint = did_you_mean(close_matches(str(v["dataset"]), DATASETS))
-        raise fail(f"dataset must be random or reasoning, not {v['dataset']!r}{hint}", ("dataset",))
+        raise fail(f"dataset must be {FIELDS['dataset']}, not {v['dataset']!r}{hint}", ("dataset",))
+    dpath = data.get("dataset-path")
+    if dpath is not None and (not isinstance(dpath, str) or not dpath.strip()):
+        raise fail(f"dataset-path must be {FIELDS['dataset-path']}, not {dpath!r}", ("dataset-path",))
+    if dpath is not None and v["dataset"] not in FILE_FORMATS:
+        raise fail(f"dataset {v['dataset']} is generated from the seed and reads no file: remove dataset-path, or "
+                   f"set dataset to {', '.join(FILE_FORMATS)}", ("dataset-path",), key=True)
+    if dpath is None and needs_path(v["dataset"]):
+        raise fail(f"dataset {v['dataset']} is read from a file on the GPU host: add 'dataset-path: PATH' "
+                   f"(as sglang.benchmark.serving's --dataset-path)", ("dataset",))
     for key, low in (("input-len", 1), ("output-len", 1), ("num-prompts", 1), ("warmup", 0), ("repeats", 1)):
         if not _is_int(v[key]) or v[key] < low:
             raise fail(f"{key} must be {FIELDS[key]}, not {v[key]!r}", (key,))
@@ -165,7 +180,8 @@ def parse_preset(doc: YamlDocument) -> Preset:
     desc = v["description"]
     if not isinstance(desc, str):
         raise fail("description must be a line of text", ("description",))
-    return Preset(name=name, dataset=v["dataset"], input_len=v["input-len"], output_len=v["output-len"],
+    return Preset(name=name, dataset=v["dataset"], dataset_path=dpath, input_len=v["input-len"],
+                  output_len=v["output-len"],
                   num_prompts=v["num-prompts"], concurrency=tuple(sorted(levels)) if isinstance(conc, list) else
                   (levels[0],), request_rate=float(rate) if rate is not None else None, warmup=v["warmup"],
                   repeats=v["repeats"], seed=v["seed"], description=desc, source=path)

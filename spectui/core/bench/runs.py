@@ -52,9 +52,9 @@ def build_spec(preset: Preset, concurrency: int | None, *, warmup: bool = True, 
         spec["sglang"] = {"num_prompts": preset.num_prompts, "input_len": preset.input_len,
                           "output_len": preset.output_len, "warmup": n_warm}
     else:
-        prompts = PromptSet.build(preset.dataset, preset.num_prompts, preset.input_len, preset.seed, warmup=n_warm)
-        spec["prompts"] = prompts.prompts
-        spec["warmup_prompts"] = prompts.warmup
+        prompts = PromptSet.build(preset.dataset, preset.num_prompts, preset.input_len, preset.seed, warmup=n_warm,
+                                  path=preset.dataset_path)
+        spec.update(prompts.spec_fields())
     return spec
 
 

@@ -1,0 +1,1 @@
+"""Data files shipped with spectui (read with ``importlib.resources``)."""
