@@ -28,8 +28,13 @@ def state_dir(tmp_path):
 
 @pytest.fixture(autouse=True)
 def _isolated_history(tmp_path_factory, monkeypatch):
-    """No test writes into the user's real history (tests that need a store set their own)."""
+    """No test writes into the user's real history or reads the user's settings and profiles (tests that
+    need a store or a config folder set their own)."""
     import os
 
     if "SPECTUI_DATA_DIR" not in os.environ:
         monkeypatch.setenv("SPECTUI_DATA_DIR", str(tmp_path_factory.mktemp("data")))
+    # nor reads the user's settings or profiles: the XDG config folder is a fresh one, which a test may
+    # move again (XDG_CONFIG_HOME, or SPECTUI_CONFIG_DIR, which wins)
+    monkeypatch.delenv("SPECTUI_CONFIG_DIR", raising=False)
+    monkeypatch.setenv("XDG_CONFIG_HOME", str(tmp_path_factory.mktemp("config")))

@@ -35,6 +35,7 @@ import subprocess
 import threading
 import time
 
+from .bench_datasets import DatasetFileError, load_file_prompts
 from .bench_runner import FINAL, read_json, write_json
 from .bootstrap import spawn_detached
 from .protocol import AgentError
@@ -209,6 +210,11 @@ class BenchHost(object):
             self._refuse_if_busy(server, self.live_runs(server))  # at once, before the slower checks below
         if engine == "sglang":
             spec["sglang"] = self._sglang_argv(spec, server)
+        elif spec.get("dataset_file") and not spec.get("prompts"):
+            try:  # said at once, before a run directory exists
+                load_file_prompts(spec["dataset_file"])
+            except DatasetFileError as e:
+                raise AgentError("bad_dataset", str(e))
         elif not spec.get("prompts"):
             raise AgentError("bad_params", "the benchmark has no prompts")
         with self.start_lock:  # the check and the start are one step for every agent on this host
@@ -262,7 +268,8 @@ class BenchHost(object):
             host = rec.get("host") or "127.0.0.1"
             out = {"name": name, "host": host, "port": rec["port"], "argv": argv, "pid": rec.get("pid"),
                    "profile_hash": rec.get("profile_hash"), "python": argv[0] if argv else None,
-                   "model": _flag(argv, "--model-path") or _flag(argv, "--model")}
+                   "model": _flag(argv, "--model-path") or _flag(argv, "--model") or rec.get("model"),
+                   "origin": rec.get("origin")}
             key = _flag(argv, "--api-key")
             if key:
                 out["api_key"] = key

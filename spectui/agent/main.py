@@ -62,6 +62,9 @@ class Agent(object):
             "server.switch": lambda p: self.servers.switch(p),
             "server.wait": lambda p: self.servers.wait(p),
             "server.logs": lambda p: self.servers.logs(p),
+            "server.plan_stop": lambda p: self.servers.plan_stop(p),
+            "server.adopt": lambda p: self.servers.adopt_external(p),
+            "server.plan_switch": lambda p: self.servers.plan_switch(p),
         }
         # Feature modules add their methods: each has ``methods(agent) -> {name: fn(params)}``.
         for name in FEATURE_MODULES:

@@ -26,6 +26,10 @@ import os
 import threading
 import time
 
+from . import external_servers as xs
+from . import proc_table as pt
+from . import server_discover as sd
+from .external_logs import open_mirror
 from .logfollow import read_lines_at
 from .protocol import AgentError
 from .server_process import (
@@ -33,6 +37,7 @@ from .server_process import (
     LaunchError,
     expand_argv,
     expand_env,
+    group_members,
     port_in_use,
     proc_stat,
     remember_members,
@@ -40,6 +45,7 @@ from .server_process import (
     server_group,
     spawn,
     terminate_group,
+    terminate_processes,
 )
 from .server_records import FINAL_STATES, LIVE_STATES, BadName, RecordStore, check_name
 from .server_watch import SETTLE_TAIL_BYTES, ServerWatch
@@ -53,13 +59,38 @@ SERVING_STATES = ("starting", "loading", "ready", "unresponsive")
 VIEW_KEYS = ("name", "state", "pid", "pgid", "host", "port", "gpus", "profile_hash", "argv", "env_keys",
              "started_at", "ready_at", "ended_at", "progress", "reason", "exit_status", "log_path", "profile",
              "stop", "load_s")
+# what every view adds for servers spectui did not start (and fills in for its own)
+ORIGIN_KEYS = ("origin", "user", "uid", "started_by", "log_source", "metrics_note", "can_signal", "why_not",
+               "model", "tp_size", "speculative", "sid", "start_ticks")
 
 
 def view(record):
-    v = dict((k, record.get(k)) for k in VIEW_KEYS)
+    v = dict((k, record.get(k)) for k in VIEW_KEYS + ORIGIN_KEYS)
     if record.get("state") in ("failed", "crashed"):
         v["log_tail"] = record.get("log_tail", [])
+    if record.get("origin") in (None, "spectui", "adopted"):
+        _own_view(record, v)
     return v
+
+
+def _own_view(record, v):
+    """The origin keys of a server recorded as spectui's own (started, or adopted)."""
+    v["origin"] = record.get("origin") or "spectui"
+    uid = record.get("uid")
+    if uid is None:
+        p = pt.read_proc(record["pid"]) if record.get("pid") else None
+        uid = p.uid if p is not None else os.geteuid()
+    v["uid"], v["user"] = uid, record.get("user") or pt.user_name(uid)
+    v["can_signal"], v["why_not"] = True, None
+    got = sd.launcher(record.get("argv") or [])
+    s = sd.settings(got[1] if got else record.get("argv") or [])
+    v["model"] = v["model"] or s["model"]
+    v["tp_size"] = v["tp_size"] or s["tp_size"]
+    v["speculative"] = v["speculative"] or s["speculative"]
+    if v["metrics_note"] is None and not s["metrics"] and got is not None:
+        v["metrics_note"] = xs.METRICS_OFF
+    if v["log_source"] is None:
+        v["log_source"] = {"kind": "file", "readable": True, "text": "following %s" % record.get("log_path")}
 
 
 class ServerManager(object):
@@ -77,6 +108,8 @@ class ServerManager(object):
         self._stopping = set()  # names this agent is stopping now
         self._mtimes = {}  # name -> record file mtime, as the monitor last read it
         self.benchmarks = None  # the bench methods' BenchHost, which sets itself here: live runs per server
+        self.external = xs.ExternalServers(state_dir, lambda: self._gpu_processes(None), self._emit)
+        self.mirrors = {}  # name -> the log mirror of an adopted server whose output goes to tmux or the journal
 
     # --- benchmarks measuring a server ------------------------------------------------------
     def _measured_by(self, record):
@@ -131,16 +164,44 @@ class ServerManager(object):
             if same_process(r):
                 if r.get("state") == "stopping":  # its stopper died mid-stop (stops hold the lock)
                     r["state"] = "ready" if r.get("ready_at") else "loading"
-                w = ServerWatch(r, self.store.log_path(name))
+                w = ServerWatch(r, self._log_of(r), tail_bytes=SETTLE_TAIL_BYTES if r.get("origin") == "adopted"
+                                else None)
                 self.watches[name] = w
                 w.poll()
             else:  # exited, or its pid now names another program
-                w = ServerWatch(r, self.store.log_path(name), tail_bytes=SETTLE_TAIL_BYTES)
+                w = ServerWatch(r, self._log_of(r), tail_bytes=SETTLE_TAIL_BYTES)
                 w.settle_unwatched()
                 w.close()
             self._save(r)
         if emit:
             self._emit(r)
+
+    def _log_of(self, r):
+        """The log a recorded server writes: spectui's own log file, or, for an adopted server, the file it
+        was found writing (or the mirror of its tmux pane or journal, reopened here when needed)."""
+        if r.get("origin") != "adopted":
+            return self.store.log_path(r["name"])
+        follow = r.get("log_follow") or {}
+        if follow.get("kind") in ("tmux", "journal") and r["name"] not in self.mirrors and same_process(r):
+            try:
+                m = open_mirror(follow, self.external.mirror_path(r["name"]))
+            except OSError:
+                m = None
+            if m is not None:
+                self.mirrors[r["name"]] = m
+        return r.get("log_path")
+
+    def discover(self, wait=False):
+        """One round of finding external servers, under the records lock (skipped when busy, unless ``wait``)."""
+        if wait:
+            with self.store.lock():
+                with self._lock:
+                    self.external.discover(self.store.read_all())
+            return
+        with self.store.attempt() as held:
+            if held:
+                with self._lock:
+                    self.external.discover(self.store.read_all())
 
     def _scan(self):
         """The monitor's look at the records folder: watch the servers another agent started, settle
@@ -169,7 +230,7 @@ class ServerManager(object):
             self._monitor.start()
 
     def _monitor_loop(self):
-        scanned = 0.0
+        scanned = discovered = 0.0
         while not self._stop.wait(0.25):
             self.poll_all()
             if time.monotonic() - scanned >= SCAN_EVERY_S:
@@ -178,10 +239,22 @@ class ServerManager(object):
                     self._scan()
                 except Exception:  # an unreadable folder must not end the watching of the others
                     pass
+            if time.monotonic() - discovered >= xs.DISCOVER_EVERY_S:
+                discovered = time.monotonic()
+                try:
+                    self.discover()
+                except Exception:  # an unreadable /proc entry must not end the monitor
+                    pass
 
     def poll_all(self):
         """One step of every watch (the monitor's tick; ``list`` runs one too, to be current)."""
         with self._lock:
+            for m in list(self.mirrors.values()):
+                try:
+                    m.poll()
+                except Exception:
+                    pass
+            self.external.poll()
             for w in list(self.watches.values()):
                 try:
                     changed = w.poll()
@@ -199,6 +272,9 @@ class ServerManager(object):
                         and self.watches.get(w.record["name"]) is w):
                     del self.watches[w.record["name"]]
                     w.close()
+                    m = self.mirrors.pop(w.record["name"], None)
+                    if m is not None:
+                        m.close()
 
     def _persist(self, w):
         """Save a watch's record, unless another agent is stopping that server (its record stands then).
@@ -228,7 +304,9 @@ class ServerManager(object):
     def serving(self):
         """{name: record} of the servers this agent watches (copies, safe to read)."""
         with self._lock:
-            return dict((name, dict(w.record)) for name, w in self.watches.items())
+            out = dict((name, dict(e.record)) for name, e in self.external.entries.items())
+            out.update((name, dict(w.record)) for name, w in self.watches.items())
+            return out
 
     def close(self):
         self._stop.set()
@@ -245,6 +323,9 @@ class ServerManager(object):
         out = []
         for r in self.store.read_all():
             out.append(view(known.get(r["name"], r)))
+        self.discover(wait=True)
+        with self._lock:
+            out += [view(e.record) for e in self.external.entries.values()]
         return {"servers": out}
 
     # --- GPUs --------------------------------------------------------------------------
@@ -260,7 +341,7 @@ class ServerManager(object):
     def _gpu_processes(self, indices):
         """{gpu index: [pids]} for the given GPUs, or None when the source cannot list them."""
         src = self.gpu_source()
-        if src.name == "none":
+        if src is None or src.name == "none":
             return None
         out = {}
         for g in src.sample():
@@ -282,7 +363,7 @@ class ServerManager(object):
         """Wait until none of ``pids`` holds memory on any GPU; returns (released, seconds, how)."""
         t0 = time.monotonic()
         src = self.gpu_source()
-        if src.name == "none":
+        if src is None or src.name == "none":
             return None, 0.0, "no GPU telemetry on this host"
         pids = set(pids)
         while True:
@@ -329,9 +410,20 @@ class ServerManager(object):
                     raise AgentError("gpu_conflict", "GPU %s are used by server %s; stop it or switch to %s"
                                      % (",".join(map(str, overlap)), r["name"], name))
             if port_in_use(host, port):
+                holder = self._external_holder(port=port)
+                if holder is not None:
+                    raise AgentError("port_in_use", "port %d is in use by %s, a server spectui did not start; switch "
+                                     "again and confirm stopping it, or use another port" % (
+                                         port, xs.holder_sentence(holder)))
                 raise AgentError("port_in_use", "port %d on the host is in use by a program spectui did not start; "
                                  "stop it or set another port in the profile" % port)
             foreign = self.foreign_gpu_users(gpus)
+            holder = self._external_holder(gpus=gpus) if foreign else None
+            if holder is not None and not params.get("force"):
+                raise AgentError("gpus_busy", "GPUs %s are in use by %s, a server spectui did not start; switch again "
+                                 "and confirm stopping it, or use --force to start beside it" % (
+                                     xs.gpu_text(sorted(set(gpus) & set(holder.get("gpus") or []))),
+                                     xs.holder_sentence(holder)))
             if foreign and not params.get("force"):
                 desc = "; ".join("GPU %d: pid %s" % (i, ", ".join(map(str, p))) for i, p in sorted(foreign.items()))
                 raise AgentError("gpus_busy", "GPUs are in use by processes spectui did not start (%s); "
@@ -368,6 +460,12 @@ class ServerManager(object):
         self._ensure_monitor()
         return view(record)
 
+    def _external_holder(self, port=None, gpus=()):
+        self.discover(wait=True)
+        with self._lock:
+            held = self.external.holding(port, gpus)
+        return held[0][0] if held else None
+
     def wait(self, params):
         """Block until the server reaches one of ``states`` (default: ready or an ending)."""
         name = self._name(params)
@@ -396,6 +494,8 @@ class ServerManager(object):
         grace = float(params.get("grace_s") or DEFAULT_GRACE_S)
         if not self._adopted:
             self.adopt()
+        if name not in self.watches and not os.path.exists(self.store.path(name)):
+            return self._stop_external(name, grace, params, on_stage, switching_to)
         with self.store.lock():
             self._stopping.add(name)
             try:
@@ -466,6 +566,141 @@ class ServerManager(object):
             out["benchmarks_cancelled"] = cancelled
         return out
 
+    # --- servers spectui did not start --------------------------------------------------------
+    def _external(self, name):
+        """The record of external server ``name`` as found now (under the records lock)."""
+        self.discover(wait=True)
+        with self._lock:
+            r = self.external.get(name)
+        if r is None:
+            raise AgentError("unknown_server", "no server named %s on this host" % name)
+        return r
+
+    def _confirmed(self, r, confirmed, doing):
+        """The external server's processes now, checked against the list the operator ``confirmed``."""
+        if not r.get("can_signal"):
+            raise AgentError("not_permitted", "spectui may not %s %s: %s" % (doing, r["name"], r.get("why_not")))
+        if not confirmed:
+            raise AgentError("confirm_needed", "%s was not started by spectui: ask for its plan (server.plan_stop) "
+                             "and confirm the processes it lists" % r["name"])
+        try:
+            want = set((int(p), int(t)) for p, t in confirmed)
+        except (TypeError, ValueError):
+            raise AgentError("bad_params", "confirmed must be a list of [pid, start_ticks] pairs")
+        now = xs.tree(r["pid"])
+        have = set(now.items())
+        if have != want:
+            new = sorted(have - want)
+            gone = sorted(want - have)
+            parts = []
+            if new:
+                parts.append("now also pid %s" % ", ".join(str(p) for p, _ in new))
+            if gone:
+                parts.append("pid %s no longer as confirmed" % ", ".join(str(p) for p, _ in gone))
+            raise AgentError("plan_changed", "the processes of %s changed since the plan (%s); nothing was signalled: "
+                             "look at the plan again" % (r["name"], "; ".join(parts)))
+        return now
+
+    def plan_stop(self, params):
+        """What a stop of server ``name`` would signal (nothing is signalled)."""
+        name = self._name(params)
+        if not self._adopted:
+            self.adopt()
+        rec = self.store.read(name)
+        if rec is not None:
+            verdict, members, why = server_group(rec)
+            v = view(rec)
+            members = members if verdict == OURS else {}
+            return {"name": name, "origin": v["origin"], "pid": rec.get("pid"), "argv": rec.get("argv"),
+                    "user": v["user"], "signal": "group", "pgid": rec.get("pgid") or rec.get("pid"),
+                    "processes": xs.process_rows(members), "gpus": rec.get("gpus") or [],
+                    "allowed": verdict == OURS, "why_not": None if verdict == OURS else (
+                        why or "%s is not running" % name), "unit": None, "note": None}
+        r = self._external(name)
+        members = xs.tree(r["pid"])
+        follow = r.get("log_follow") or {}
+        unit = follow.get("unit") if (r.get("started_by") or {}).get("kind") == "systemd" else None
+        note = None
+        if unit:
+            note = ("it is the systemd unit %s; systemd may start it again: stop it with systemctl %sstop %s "
+                    "instead" % (unit, "--user " if follow.get("user_unit") else "", unit))
+        return {"name": name, "origin": "external", "pid": r["pid"], "argv": r.get("argv"), "user": r.get("user"),
+                "signal": "processes", "pgid": r.get("pgid"), "processes": xs.process_rows(members),
+                "gpus": r.get("gpus") or [], "allowed": bool(r.get("can_signal")), "why_not": r.get("why_not"),
+                "unit": unit, "note": note}
+
+    def _stop_external(self, name, grace, params, on_stage=None, switching_to=None):
+        with self.store.lock():
+            r = self._external(name)
+            members = self._confirmed(r, params.get("confirmed"), "stop")
+            with self._bench_lock():
+                live = self._measured_by(r)
+                if not params.get("stop_benchmark"):
+                    self._refuse_if_measured(r, live, switching_to)
+                r["state"] = "stopping"
+            self._emit(r)
+            cancelled = self._cancel_runs(name, live, switching_to)
+            exit_s, killed, left = terminate_processes(sorted(members.items()), grace, never=pt.own_ancestry())
+            if left:
+                raise AgentError("stop_failed", "processes %s of %s are still alive after SIGKILL"
+                                 % (", ".join(map(str, left)), name))
+            if on_stage is not None:
+                on_stage("waiting for GPU memory")
+            released, release_s, how = self.wait_gpu_release(set(members), r.get("gpus"))
+            r.update(state="stopped", ended_at=time.time(), reason="stopped by spectui")
+            r["stop"] = {"exit_s": round(exit_s, 3), "killed": killed, "gpu_released": released,
+                         "release_s": round(release_s, 3), "release_check": how, "pids": sorted(members)}
+            with self._lock:
+                self.external.forget(name)
+        self._emit(r)
+        out = view(r)
+        if cancelled:
+            out["benchmarks_cancelled"] = cancelled
+        return out
+
+    def adopt_external(self, params):
+        """Record external server ``name`` as spectui's own (origin "adopted")."""
+        name = self._name(params)
+        new_name = params.get("as") or name
+        try:
+            check_name(new_name)
+        except BadName as exc:
+            raise AgentError("bad_name", str(exc))
+        if not self._adopted:
+            self.adopt()
+        with self.store.lock():
+            r = self._external(name)
+            members = self._confirmed(r, params.get("confirmed"), "adopt")
+            if self.store.read(new_name) is not None and self.store.read(new_name).get("state") in LIVE_STATES:
+                raise AgentError("busy", "a server named %s is already recorded on this host; adopt it under "
+                                 "another name" % new_name)
+            group = group_members(r.get("pgid") or r["pid"])
+            outside = sorted(p for p in group if p not in members)
+            if outside:
+                rows = xs.process_rows(dict((p, group[p]) for p in outside))
+                raise AgentError("not_own_group", "%s shares its process group %d with processes outside the server "
+                                 "(%s); a later stop would signal them too, so it was not adopted (it can still be "
+                                 "stopped)" % (name, r.get("pgid"), "; ".join(
+                                     "pid %d: %s" % (row["pid"], xs.argv_short(row["command"].split(), 60))
+                                     for row in rows)))
+            with self._lock:
+                entry = self.external.forget(name)
+            rec = dict((k, v) for k, v in r.items() if k not in ("monitor_error",))
+            rec.update(name=new_name, origin="adopted", members=sorted([p, t] for p, t in group.items()),
+                       adopted_at=time.time(), unresponsive_after_s=20.0)
+            if rec["state"] in ("stopping", "stopped"):
+                rec["state"] = "loading"
+            follow = rec.get("log_follow") or {}
+            if follow.get("kind") in ("tmux", "journal") and entry is not None and entry.mirror is not None:
+                entry.mirror.close()
+                rec["log_path"] = self.external.mirror_path(new_name)
+            problem = self._save(rec)
+            if problem is not None:
+                raise AgentError("disk", "%s was not adopted: %s" % (name, problem))
+            self._adopt_one(rec, emit=False)
+        self._emit(rec)
+        return view(rec)
+
     def _forget(self, name, w):
         with self._lock:
             if w is not None and self.watches.get(name) is w:
@@ -506,14 +741,27 @@ class ServerManager(object):
                 and current.get("profile_hash") == params.get("profile_hash")):
             stage("ready", "already running")
             return {"server": view(current), "stages": stages, "total_s": 0.0, "already_running": True}
-        holders = [r for r in self.store.read_all()
-                   if (r["name"] == name or int(r.get("port") or 0) == port or gpus & set(r.get("gpus") or []))
-                   and server_group(r)[0] == OURS]
+        holders = self._recorded_holders(name, port, gpus)
         if not params.get("stop_benchmark"):  # before stopping any: each stop checks again under the lock
             for r in holders:
                 self._refuse_if_measured(r, self._measured_by(r), name)
         cancelled = []
         record_errors = []
+        confirmed = set((int(p), int(t)) for p, t in params.get("stop_external") or [])
+        for r, _ in self._external_holders(port, gpus) if confirmed else []:
+            procs = set(xs.tree(r["pid"]).items())
+            if not procs or not procs <= confirmed:
+                continue  # not confirmed: the start below refuses, naming it
+            stage("stopping", r["name"])
+            res = self._stop_external(r["name"], float(params.get("grace_s") or DEFAULT_GRACE_S),
+                                      {"confirmed": sorted(procs), "stop_benchmark": params.get("stop_benchmark")},
+                                      on_stage=lambda label, n=r["name"]: stage(label, n), switching_to=name)
+            cancelled += res.get("benchmarks_cancelled") or []
+            stop = res.get("stop") or {}
+            stages.append({"stage": "stopping", "detail": r["name"], "seconds": stop.get("exit_s", 0.0)})
+            stages.append({"stage": "waiting for GPU memory", "detail": r["name"],
+                           "seconds": stop.get("release_s", 0.0)})
+            stage("stopped", r["name"], None)
         for r in holders:
             stage("stopping", r["name"])
             res = self.stop({"name": r["name"], "grace_s": params.get("grace_s"),
@@ -555,12 +803,65 @@ class ServerManager(object):
             out["record_errors"] = record_errors
         return out
 
+    def _recorded_holders(self, name, port, gpus):
+        """Recorded servers (spectui's own, confirmed by ``server_group``) a switch to ``name`` stops."""
+        return [r for r in self.store.read_all()
+                if (r["name"] == name or int(r.get("port") or 0) == port or gpus & set(r.get("gpus") or []))
+                and server_group(r)[0] == OURS]
+
+    def _external_holders(self, port, gpus):
+        self.discover(wait=True)
+        with self._lock:
+            return [(dict(r), holds) for r, holds in self.external.holding(port, gpus)]
+
+    def plan_switch(self, params):
+        """A dry run of ``switch``: what it would stop, and what would refuse it. Stops and starts nothing."""
+        name = self._name(params)
+        port = int(params["port"])
+        gpus = set(int(g) for g in params.get("gpus") or [])
+        if not self._adopted:
+            self.adopt()
+        stops, refusals = [], []
+        for r in self._recorded_holders(name, port, gpus):
+            holds = []
+            if int(r.get("port") or 0) == port:
+                holds.append("port %d" % port)
+            shared = sorted(gpus & set(r.get("gpus") or []))
+            if shared:
+                holds.append("GPU%s %s" % ("s" if len(shared) > 1 else "", xs.gpu_text(shared)))
+            v = view(r)
+            stops.append({"name": r["name"], "origin": v["origin"], "pid": r.get("pid"), "argv": r.get("argv"),
+                          "user": v["user"], "holds": " and ".join(holds) or "the name %s" % name,
+                          "processes": sorted([p, t] for p, t in server_group(r)[1].items()),
+                          "allowed": True, "why_not": None})
+        for r, holds in self._external_holders(port, gpus):
+            stops.append({"name": r["name"], "origin": "external", "pid": r["pid"], "argv": r.get("argv"),
+                          "user": r.get("user"), "holds": holds,
+                          "processes": sorted([p, t] for p, t in xs.tree(r["pid"]).items()),
+                          "allowed": bool(r.get("can_signal")), "why_not": r.get("why_not")})
+            if not r.get("can_signal"):
+                refusals.append("%s holds %s and spectui may not stop it: %s" % (r["name"], holds, r.get("why_not")))
+        return {"target": name, "argv": params.get("argv"), "stops": stops, "refusals": refusals}
+
     # --- logs ------------------------------------------------------------------------------
     def logs(self, params):
         """The last ``lines`` lines (``offset`` absent), or what was written after ``offset``."""
         name = self._name(params)
-        path = self.store.log_path(name)
-        if not os.path.exists(path):
+        rec = self.store.read(name)
+        if rec is not None:
+            path = self._log_of(rec)
+        else:
+            with self._lock:
+                ext = self.external.get(name)
+            if ext is None:
+                self.discover(wait=True)
+                with self._lock:
+                    ext = self.external.get(name)
+            if ext is not None and not ext.get("log_path"):
+                raise AgentError("no_log", "spectui cannot read the log of %s: %s" % (
+                    name, (ext.get("log_source") or {}).get("text")))
+            path = ext.get("log_path") if ext is not None else self.store.log_path(name)
+        if not path or not os.path.exists(path):
             raise AgentError("no_log", "there is no log for %s on this host" % name)
         size = os.path.getsize(path)
         offset = params.get("offset")

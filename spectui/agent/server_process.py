@@ -8,6 +8,8 @@ import signal
 import subprocess
 import time
 
+from .proc_table import cmdline
+
 _VAR = re.compile(r"\$\{([A-Za-z_][A-Za-z0-9_]*)\}")
 
 
@@ -39,13 +41,6 @@ def alive(pid):
     return st is not None and st[0] not in ("Z", "X")
 
 
-def cmdline(pid):
-    try:
-        with open("/proc/%d/cmdline" % pid, "rb") as fh:
-            raw = fh.read()
-    except OSError:
-        return None
-    return [a.decode("utf-8", "surrogateescape") for a in raw.split(b"\0")[:-1]]
 
 
 def group_pids(pgid):
@@ -270,3 +265,51 @@ def port_in_use(host, port):
         return True
     finally:
         s.close()
+
+
+# --- signalling a confirmed list of processes ----------------------------------------------
+# A server spectui did not start may share its process group with processes that are not its
+# own (a shell's job started without job control), so it is signalled process by process: only
+# the processes (pid and start time) the operator confirmed, each checked right before each signal.
+
+def process_matches(pid, start_ticks):
+    """Whether ``pid`` is alive (not a zombie) and started at ``start_ticks``."""
+    st = proc_stat(pid)
+    return st is not None and st[0] not in ("Z", "X") and st[3] == start_ticks
+
+
+def signal_confirmed(procs, sig, never=()):
+    """Send ``sig`` to each ``(pid, start_ticks)`` of ``procs`` that still is that process; never to a pid
+    in ``never`` (the agent and its ancestors). Returns the pids signalled."""
+    sent = []
+    for pid, ticks in procs:
+        if pid in never or pid <= 1 or not process_matches(pid, ticks):
+            continue
+        try:
+            os.kill(pid, sig)
+            sent.append(pid)
+        except (ProcessLookupError, PermissionError):
+            pass
+    return sent
+
+
+def terminate_processes(procs, grace_s, never=(), poll_s=0.05):
+    """SIGTERM ``procs``, wait up to ``grace_s``, then SIGKILL those left. Returns (seconds, killed, left)."""
+    procs = [(int(p), int(t)) for p, t in procs]
+
+    def left():
+        return [p for p, t in procs if process_matches(p, t)]
+
+    t0 = time.monotonic()
+    killed = False
+    signal_confirmed(procs, signal.SIGTERM, never)
+    deadline = t0 + grace_s
+    while left():
+        if time.monotonic() >= deadline:
+            if killed:
+                break
+            killed = True
+            signal_confirmed(procs, signal.SIGKILL, never)
+            deadline = time.monotonic() + 10.0
+        time.sleep(poll_s)
+    return time.monotonic() - t0, killed, left()

@@ -26,6 +26,7 @@ exists.
 
 from __future__ import annotations
 
+import os
 import re
 from urllib.error import HTTPError, URLError
 from urllib.request import urlopen
@@ -46,6 +47,7 @@ HEALTH_TIMEOUT_S = 2.0
 MEMBERS_EVERY_S = 2.0
 SETTLE_TAIL_BYTES = 256 * 1024
 UNWATCHED_EXIT = "the server exited while no console was watching"
+EXTERNAL_EXIT = "it exited; spectui did not start it"
 
 _REASONS = (
     re.compile(r"(CUDA out of memory[^\n]*)"),
@@ -113,17 +115,24 @@ class ErrorLog(object):
 
 
 class ServerWatch(object):
-    def __init__(self, record, log_path, popen=None, clock=time.monotonic, tail_bytes=None):
+    def __init__(self, record, log_path, popen=None, clock=time.monotonic, tail_bytes=None, external=False,
+                 members=None):
+        """``external``: a server spectui did not start (found running): ready as soon as it answers (its
+        log may be unreadable, or its ready line long past), and its end is ``stopped`` with the reason
+        its log names, else :data:`EXTERNAL_EXIT`. ``members``: a callable giving the server's live
+        processes ({pid: start_ticks}) when they are not its process group (an external server's tree)."""
         self.record = record
         self.log_path = log_path
         self.popen = popen
         self.clock = clock
-        self.follower = LogFollower(log_path, tail_bytes=tail_bytes)
+        self.external = external
+        self.members = members
+        self.follower = LogFollower(log_path or os.devnull, tail_bytes=tail_bytes)
         self.members_at = None
         self.unsaved = False  # changed since last written to the record file (the manager saves it)
         self.feeder = LogFeeder()
         self.tail = deque(maxlen=TAIL_LINES)
-        self.ready_line = False
+        self.ready_line = external
         self.errors = ErrorLog()  # summaries of error events, in order (bounded)
         self.last_health_ok = None
         self.last_health_at = 0.0
@@ -198,6 +207,8 @@ class ServerWatch(object):
             return False
         self.members_at = now
         r = self.record
+        if self.members is not None:
+            return remember_members(r, self.members())
         return remember_members(r, group_members(r.get("pgid") or r["pid"]))
 
     def _read_all(self):
@@ -251,6 +262,12 @@ class ServerWatch(object):
             return changed
         if not self._alive():
             self._read_all()
+            if self.external:
+                reason = self.reason()
+                r["state"] = "stopped"
+                r["reason"] = EXTERNAL_EXIT if reason == "the process exited" else reason
+                r["ended_at"] = time.time()
+                return True
             r["state"] = "crashed" if state in ("ready", "unresponsive") else "failed"
             r["reason"] = self.reason()
             r["log_tail"] = list(self.tail)

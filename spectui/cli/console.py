@@ -1,27 +1,36 @@
-"""``spectui connect DEST`` and ``spectui demo``: the console (a Textual app)."""
+"""``spectui connect [DEST]`` and ``spectui demo``: the console (a Textual app).
+
+The settings file supplies what the command line leaves out: the host (``default_host``), the SSH
+options, the telemetry rate, the theme and the keymap (:mod:`spectui.core.settings`).
+"""
 
 from __future__ import annotations
 
 import argparse
 import sys
 
-from spectui.cli.hostopts import add_host_options, target_from_args
+from spectui.cli.hostopts import add_host_options, host_settings, target_from_args
 from spectui.core.profiles import load_profiles
 from spectui.core.session import HostTarget
+from spectui.core.settings import TELEMETRY_HZ_MAX, Settings
+
+TELEMETRY_HZ_DEFAULT = 1.0
 
 
 def _console_options(p: argparse.ArgumentParser) -> None:
     c = p.add_argument_group("console")
     c.add_argument("--profiles", metavar="PATH", action="append",
                    help="extra profile file or folder (repeatable)")
-    c.add_argument("--telemetry-hz", metavar="HZ", type=float, default=1.0,
-                   help="GPU telemetry rate (default 1, at most 10; 0 turns telemetry off)")
+    c.add_argument("--telemetry-hz", metavar="HZ", type=float,
+                   help=f"GPU telemetry rate (default {TELEMETRY_HZ_DEFAULT:g} or telemetry_hz from the settings "
+                        f"file, at most {TELEMETRY_HZ_MAX:g}; 0 turns telemetry off)")
 
 
 def register(sub: argparse._SubParsersAction) -> None:
     c = sub.add_parser("connect", help="open the console on a GPU host over SSH",
                        description="Open the console on a host: live GPU, accept-length and throughput panels, "
-                                   "and keyboard-driven switching between server profiles.")
+                                   "and keyboard-driven switching between server profiles. Without DEST it "
+                                   "connects to default_host from the settings file.")
     add_host_options(c, positional=True)
     _console_options(c)
     c.set_defaults(func=run, console="connect")
@@ -36,15 +45,38 @@ def register(sub: argparse._SubParsersAction) -> None:
     d.set_defaults(func=run, console="demo")
 
 
-def build_target(args: argparse.Namespace) -> HostTarget:
+def telemetry_hz(args: argparse.Namespace, settings: Settings) -> float:
+    """--telemetry-hz, else the settings' telemetry_hz, else the default."""
+    if args.telemetry_hz is not None:
+        return args.telemetry_hz
+    return settings.telemetry_hz if settings.telemetry_hz is not None else TELEMETRY_HZ_DEFAULT
+
+
+def missing_host(args: argparse.Namespace, settings: Settings) -> str | None:
+    """The sentence for ``spectui connect`` with neither DEST nor a default_host; None when there is a host."""
+    if args.console != "connect" or args.destination or settings.default_host:
+        return None
+    return (f"spectui connect needs DEST ([user@]host[:port] or an SSH config alias), or default_host in "
+            f"{settings.path}.")
+
+
+def build_target(args: argparse.Namespace, settings: Settings | None = None) -> HostTarget:
     if args.console == "demo":
         return HostTarget.demo(args.state_dir)
+    if not args.destination and settings is not None and settings.default_host:
+        args.destination = settings.default_host
     return target_from_args(args)
 
 
 def run(args: argparse.Namespace) -> int:
-    if not 0 <= args.telemetry_hz <= 10:
-        print(f"spectui: --telemetry-hz must be between 0 and 10, not {args.telemetry_hz:g}.", file=sys.stderr)
+    settings = host_settings(args, report=False)  # the console shows the settings' problems itself
+    hz = telemetry_hz(args, settings)
+    if not 0 <= hz <= TELEMETRY_HZ_MAX:
+        print(f"spectui: --telemetry-hz must be between 0 and {TELEMETRY_HZ_MAX:g}, not {hz:g}.", file=sys.stderr)
+        return 2
+    no_host = missing_host(args, settings)
+    if no_host:
+        print(f"spectui: {no_host}", file=sys.stderr)
         return 2
     if not sys.stdout.isatty() or not sys.stdin.isatty():
         print("spectui: the console needs a terminal; for scripts use `spectui status` and `spectui servers`.",
@@ -53,9 +85,9 @@ def run(args: argparse.Namespace) -> int:
     from spectui.ui.app import SpectuiApp  # Textual loads only for the console
 
     library = load_profiles(args.profiles)
-    target = build_target(args)
-    app = SpectuiApp(target, library=library, keep=getattr(args, "keep", False), telemetry_hz=args.telemetry_hz,
-                     traffic=not getattr(args, "no_traffic", False))
+    target = build_target(args, settings)
+    app = SpectuiApp(target, library=library, keep=getattr(args, "keep", False), telemetry_hz=hz,
+                     traffic=not getattr(args, "no_traffic", False), settings=settings)
     app.run()
     if app.exit_note:
         print(app.exit_note)

@@ -1,4 +1,8 @@
-"""The options every host-facing command shares: where the host is and how to reach it."""
+"""The options every host-facing command shares: where the host is and how to reach it.
+
+The SSH options default to the ``ssh:`` section of the settings file (:mod:`spectui.core.settings`);
+what the command line gives wins.
+"""
 
 from __future__ import annotations
 
@@ -10,15 +14,19 @@ import sys
 
 from spectui.core.errors import HostKeyUnknown, KeyPassphraseNeeded
 from spectui.core.session import HostTarget
+from spectui.core.settings import Settings, load_settings
 from spectui.core.transport.ssh import SshOptions
 
 GPU_SOURCES = ("auto", "nvml", "nvidia-smi", "sim", "none")
+CONNECT_TIMEOUT_S = 15.0
 
 
 def add_host_options(parser: argparse.ArgumentParser, *, positional: bool = False, required: bool = True) -> None:
     where = parser.add_argument_group("host")
     if positional:
-        where.add_argument("destination", metavar="DEST", help="[user@]host[:port] or an SSH config alias")
+        where.add_argument("destination", metavar="DEST", nargs="?",
+                           help="[user@]host[:port] or an SSH config alias (default: default_host from the "
+                                "settings file)")
     else:
         x = where.add_mutually_exclusive_group(required=required)
         x.add_argument("-H", "--host", dest="destination", metavar="DEST",
@@ -28,7 +36,7 @@ def add_host_options(parser: argparse.ArgumentParser, *, positional: bool = Fals
     where.add_argument("--sim", action="store_true", help="treat the host as a simulated GPU host")
     where.add_argument("--state-dir", metavar="DIR", help="the host's state folder (default: ~/.cache/spectui)")
     where.add_argument("--gpu-source", choices=GPU_SOURCES, default="auto", help="force a GPU telemetry source")
-    ssh = parser.add_argument_group("ssh")
+    ssh = parser.add_argument_group("ssh", "defaults: the ssh section of the settings file")
     ssh.add_argument("-F", dest="ssh_config", metavar="FILE", help="SSH config file (default: ~/.ssh/config)")
     ssh.add_argument("-i", dest="identity", metavar="KEY", action="append", default=[], help="identity file")
     ssh.add_argument("-p", dest="port", metavar="PORT", type=int, help="SSH port")
@@ -38,7 +46,35 @@ def add_host_options(parser: argparse.ArgumentParser, *, positional: bool = Fals
                           "config, else ~/.ssh/known_hosts; the global known_hosts files are read too)")
     ssh.add_argument("--accept-new-host-key", action="store_true",
                      help="trust and save the key of a host not yet in known_hosts (a changed key is always refused)")
-    ssh.add_argument("--connect-timeout", metavar="S", type=float, default=15.0)
+    ssh.add_argument("--connect-timeout", metavar="S", type=float,
+                     help=f"seconds to wait for the host (default: {CONNECT_TIMEOUT_S:g})")
+
+
+def host_settings(args: argparse.Namespace, *, report: bool = True) -> Settings:
+    """The settings file, read once per command; with ``report``, each problem in it is printed (not fatal)."""
+    settings = getattr(args, "_settings", None)
+    if settings is None:
+        settings = load_settings()
+        args._settings = settings
+        if report:
+            for e in settings.errors:
+                print(f"spectui: {e} (ignored; the other settings apply)", file=sys.stderr)
+    return settings
+
+
+def ssh_options(args: argparse.Namespace, settings: Settings) -> SshOptions:
+    """The SSH options: each from the command line when given, else from the settings, else the default."""
+    d = settings.ssh
+    timeout = args.connect_timeout if args.connect_timeout is not None else d.connect_timeout
+    return SshOptions(
+        config_file=args.ssh_config or d.config_file,
+        identity_files=list(args.identity) or list(d.identity_files),
+        port=args.port if args.port is not None else d.port,
+        jump=args.jump or d.jump,
+        known_hosts=args.known_hosts or d.known_hosts,
+        accept_new_host_key=bool(args.accept_new_host_key or d.accept_new_host_key),
+        connect_timeout=timeout if timeout is not None else CONNECT_TIMEOUT_S,
+    )
 
 
 def has_host(args: argparse.Namespace) -> bool:
@@ -56,15 +92,7 @@ def target_from_args(args: argparse.Namespace) -> HostTarget:
     if dest == "local":
         return HostTarget(kind="local", python=args.python, simulated=args.sim, state_dir=args.state_dir,
                           gpu_source=args.gpu_source)
-    opts = SshOptions(
-        config_file=args.ssh_config,
-        identity_files=list(args.identity),
-        port=args.port,
-        jump=args.jump,
-        known_hosts=args.known_hosts,
-        accept_new_host_key=args.accept_new_host_key,
-        connect_timeout=args.connect_timeout,
-    )
+    opts = ssh_options(args, host_settings(args))
     return HostTarget(kind="ssh", destination=dest, ssh=opts, python=args.python, simulated=args.sim,
                       state_dir=args.state_dir, gpu_source=args.gpu_source)
 

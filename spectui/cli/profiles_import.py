@@ -13,18 +13,17 @@ import argparse
 import shlex
 import subprocess
 import sys
-import tempfile
 from pathlib import Path
 
 from spectui.cli.hostopts import add_host_options, explain_connect_error, has_host, run_with_passphrase_prompt, target_from_args
 from spectui.core.errors import SpectuiError
-from spectui.core.profiles import FlagCache, FlagSet, ProfileError, load_profile, parse_help_flags, user_profile_dir
-from spectui.core.profiles.importer import ImportedProfile, import_launch_command
+from spectui.core.profiles import FlagCache, FlagSet, parse_help_flags, user_profile_dir
+from spectui.core.profiles.host_flags import SGLANG_LAUNCHER, checked_yaml, server_python, session_flagset
+from spectui.core.profiles.importer import ImportedProfile, import_launch_command, import_running_server
 from spectui.core.profiles.launch_command import LaunchCommandError
+from spectui.core.textsafe import visible
 
 LOCAL_HELP_TIMEOUT_S = 240
-_SIM_LAUNCHER = ["-m", "spectui.sim.server"]
-_SGLANG_LAUNCHER = ["-m", "sglang.launch_server"]
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -33,11 +32,14 @@ def register(sub: argparse._SubParsersAction) -> None:
         help="make a profile from an SGLang launch command",
         description="Turn a launch command (python3 -m sglang.launch_server ..., sglang serve ..., with "
         "VAR=value, env, nohup or docker run around it) into a profile. Give the command quoted or after "
-        "'--', with --file, or on stdin. Secrets (--api-key, HF_TOKEN and the like) are written as "
+        "'--', with --file, on stdin, or take it from a running server with --from-running. Secrets (--api-key, HF_TOKEN and the like) are written as "
         "${VAR} references to the host's environment.",
     )
     parser.add_argument("command", nargs="*", metavar="WORD", help="the launch command (quote it, or put it after --)")
     parser.add_argument("-f", "--file", metavar="FILE", help="read the command from FILE ('-' for stdin)")
+    parser.add_argument("--from-running", metavar="NAME|PID",
+                        help="import the command of a server running on the host (--host DEST or --demo), named "
+                             "as 'spectui servers list' shows it or by its leader pid")
     parser.add_argument("--name", help="the profile's name (default: from the model and the algorithm)")
     out = parser.add_mutually_exclusive_group()
     out.add_argument("-o", "--output", metavar="FILE", help="write the profile to FILE")
@@ -86,7 +88,7 @@ def local_flagset(python: str, cache: FlagCache | None = None) -> tuple[FlagSet 
     flagset = cache.get("local", key)
     if flagset is None:
         try:
-            helped = subprocess.run([python, *_SGLANG_LAUNCHER, "--help"], capture_output=True, text=True,
+            helped = subprocess.run([python, *SGLANG_LAUNCHER, "--help"], capture_output=True, text=True,
                                     timeout=LOCAL_HELP_TIMEOUT_S)
         except (OSError, subprocess.TimeoutExpired):
             return None, None
@@ -101,43 +103,16 @@ async def host_flagset(target, cache: FlagCache | None = None) -> tuple[FlagSet,
     """The flags of the launcher a profile would run on the host (the simulator's on a demo host)."""
     from spectui.core.session import open_session
 
-    cache = cache or FlagCache()
     session = await open_session(target)
     try:
-        host = session.transport.destination
-        if session.target.simulated:
-            python, launcher = session.hello.get("python"), _SIM_LAUNCHER
-            version, label = "spectui-sim", f"the simulated SGLang on {host}"
-        else:
-            python, launcher = target.python or "python3", _SGLANG_LAUNCHER
-            info = await session.client.call("python.sglang", {"python": python}, timeout=60)
-            version = f"sglang-{info.get('version') or 'unknown'}@{python}:{' '.join(launcher)}"
-            label = f"SGLang {info.get('version') or '(version unknown)'} on {host}"
-        flagset = cache.get(host, version)
-        if flagset is None:
-            res = await session.client.call("launch.help", {"python": python, "launcher": launcher}, timeout=240)
-            flagset = parse_help_flags(res["text"])
-            cache.put(host, version, flagset)
-        return flagset, label
+        return await session_flagset(session, cache)
     finally:
         await session.close()
 
 
-# -- writing -----------------------------------------------------------------------------------
-
-
 def _checked(imported: ImportedProfile) -> str:
     """The YAML text, after loading it back the way spectui will (a failure is a bug, said plainly)."""
-    text = imported.to_yaml()
-    with tempfile.TemporaryDirectory() as tmp:
-        path = Path(tmp) / f"{imported.name}.yaml"
-        path.write_text(text, encoding="utf-8")
-        try:
-            load_profile(path, layers=[])
-        except ProfileError as exc:
-            raise SpectuiError(f"the imported profile does not load ({exc.message}); please report this "
-                               "command") from None
-    return text
+    return checked_yaml(imported, "the imported profile does not load; please report this command")
 
 
 def _write(path: Path, text: str, force: bool) -> None:
@@ -147,8 +122,51 @@ def _write(path: Path, text: str, force: bool) -> None:
     path.write_text(text, encoding="utf-8")
 
 
+def find_running(servers: list[dict], wanted: str) -> dict:
+    """The server ``wanted`` names: by name, else by its leader's pid."""
+    for s in servers:
+        if s.get("name") == wanted:
+            return s
+    if wanted.isdigit():
+        for s in servers:
+            if s.get("pid") == int(wanted):
+                return s
+    names = ", ".join(visible(str(s.get("name"))) for s in servers if s.get("state") not in ("stopped",)) or "none"
+    raise SpectuiError(f"no server named {visible(wanted)}, and none whose leader pid is {visible(wanted)}, runs on "
+                       f"the host (running: {names}); 'spectui servers list' shows them")
+
+
+async def _from_running(target, args: argparse.Namespace) -> ImportedProfile:
+    """The profile of the server ``--from-running`` names, its flags read with the host's SGLang parser."""
+    from spectui.core.servers import ServerControl
+    from spectui.core.session import open_session
+
+    session = await open_session(target)
+    try:
+        view = find_running(await ServerControl(session).list(), args.from_running)
+        if not view.get("argv") or view.get("state") in ("stopped", "failed", "crashed"):
+            raise SpectuiError(f"{visible(str(view.get('name')))} is {view.get('state')}; import a server that runs")
+        flagset, source = await session_flagset(session, python=server_python(view))
+        return import_running_server(view, flagset=flagset, flag_source=source, name=args.name,
+                                     where=session.transport.destination)
+    finally:
+        await session.close()
+
+
 def cmd_import(args: argparse.Namespace) -> int:
     try:
+        if args.from_running:
+            if args.command or args.file:
+                raise SpectuiError("give either a launch command or --from-running, not both")
+            if not has_host(args):
+                raise SpectuiError("--from-running needs the host the server runs on: add --host DEST (or --demo)")
+            try:
+                imported = run_with_passphrase_prompt(target_from_args(args), lambda t: _from_running(t, args))
+            except LaunchCommandError:
+                raise
+            except SpectuiError as exc:
+                return _fail(explain_connect_error(exc, args.argv))
+            return _finish(imported, args)
         text = _read_text(args)
         if has_host(args):
             try:
@@ -158,6 +176,14 @@ def cmd_import(args: argparse.Namespace) -> int:
         else:
             flagset, source = local_flagset(args.python or "python3")
         imported = import_launch_command(text, flagset=flagset, flag_source=source, name=args.name)
+        return _finish(imported, args)
+    except (LaunchCommandError, SpectuiError) as exc:
+        return _fail(str(exc))
+
+
+def _finish(imported: ImportedProfile, args: argparse.Namespace) -> int:
+    """Write the profile where the options say (stdout, --output, --save), then its notes."""
+    try:
         yaml_text = _checked(imported)
         if args.save:
             path = user_profile_dir() / f"{imported.name}.yaml"
@@ -165,13 +191,13 @@ def cmd_import(args: argparse.Namespace) -> int:
             path = Path(args.output)
         else:
             sys.stdout.write(yaml_text)
-            for note in imported.notes:
-                print("note: " + note, file=sys.stderr)
-            return 0
-        _write(path, yaml_text, args.force)
-    except (LaunchCommandError, SpectuiError) as exc:
+            path = None
+        if path is not None:
+            _write(path, yaml_text, args.force)
+    except SpectuiError as exc:
         return _fail(str(exc))
     for note in imported.notes:
-        print("note: " + note, file=sys.stderr)
-    print(f"wrote profile {imported.name} to {path}", file=sys.stderr)
+        print("note: " + visible(note), file=sys.stderr)
+    if path is not None:
+        print(f"wrote profile {imported.name} to {path}", file=sys.stderr)
     return 0

@@ -1,4 +1,9 @@
-"""``spectui servers list | start | stop | switch | logs``: the server lifecycle, headless."""
+"""``spectui servers list | describe | start | stop | adopt | switch | logs``: the server lifecycle, headless.
+
+Servers spectui did not start (origin ``external``) are listed and described like its own; stopping
+or adopting one, or a switch that would stop one, first prints every process it will signal and asks
+(``--yes`` confirms; without a terminal and without ``--yes`` the command refuses).
+"""
 
 from __future__ import annotations
 
@@ -14,22 +19,27 @@ from spectui.core.errors import AgentCallError, SpectuiError
 from spectui.core.flagcheck import check_on_host
 from spectui.core.profiles import ProfileError, load_profiles
 from spectui.core.profiles.secret_flags import redact_server_records
-from spectui.core.servers import SERVER_BENCHMARKED, ServerControl
+from spectui.cli.confirm import CONFIRMED, DECLINED, ask, count
+from spectui.core.server_describe import describe, holder_lines, plan_lines, started_by_text
+from spectui.core.servers import (FINAL_STATES, SERVER_BENCHMARKED, ServerControl, confirmed_processes, is_external,
+                                  origin)
 from spectui.core.session import HostTarget, open_session
 from spectui.core.textsafe import for_stream, visible
 
 
 def register(sub: argparse._SubParsersAction) -> None:
-    p = sub.add_parser("servers", help="list, start, stop and switch SGLang servers on a host",
-                       description="Start, stop and switch SGLang servers from profiles, on a host or the demo.")
+    p = sub.add_parser("servers", help="list, describe, start, stop, adopt and switch SGLang servers on a host",
+                       description="Start, stop and switch SGLang servers from profiles, on a host or the demo; "
+                                   "servers spectui did not start are listed too, and stopped or adopted only "
+                                   "after a confirmation that shows every process it will signal.")
     ssub = p.add_subparsers(dest="action", metavar="ACTION", required=True)
 
-    def action(name: str, help: str, *, profile: str | None = None, json_flag: bool = True):
+    def action(name: str, help: str, *, profile: str | None = None, json_flag: bool = True, metavar="PROFILE"):
         a = ssub.add_parser(name, help=help, description=help)
         if profile == "required":
-            a.add_argument("profile", metavar="PROFILE")
+            a.add_argument("profile", metavar=metavar)
         elif profile == "optional":
-            a.add_argument("profile", metavar="PROFILE", nargs="?")
+            a.add_argument("profile", metavar=metavar, nargs="?")
         add_host_options(a)
         if json_flag:
             a.add_argument("--json", action="store_true", help="print JSON")
@@ -38,7 +48,9 @@ def register(sub: argparse._SubParsersAction) -> None:
         a.set_defaults(func=run, action=name)
         return a
 
-    action("list", "list the servers spectui knows on the host")
+    action("list", "list the servers on the host: spectui's own, adopted ones, and those found running")
+    action("describe", "show everything known about one server: command, user, processes, log, GPUs",
+           profile="required", metavar="NAME")
     st = action("start", "start a profile's server and wait until it is ready", profile="required")
     sw = action("switch", "stop what holds the profile's GPUs or port, then start it and wait until ready",
                 profile="required")
@@ -46,13 +58,22 @@ def register(sub: argparse._SubParsersAction) -> None:
         a.add_argument("--force", action="store_true", help="start even if GPUs are used by processes spectui did not start")
         a.add_argument("--no-wait", action="store_true", help="return once started, without waiting for ready")
         a.add_argument("--timeout", type=float, default=1800.0, metavar="S", help="how long to wait for ready")
-    stop = action("stop", "stop a server (all servers spectui started, without PROFILE)", profile="optional")
+    sw.add_argument("--yes", "--stop-external", dest="yes", action="store_true",
+                    help="stop the servers spectui did not start that hold the port or GPUs, without asking")
+    stop = action("stop", "stop a server (without NAME: every server spectui started or adopted, never one it "
+                          "did not start)", profile="optional", metavar="NAME")
+    stop.add_argument("--yes", action="store_true",
+                      help="confirm stopping a server spectui did not start (otherwise asked on a terminal)")
     for a in (stop, sw):
         a.add_argument("--grace", type=float, default=20.0, metavar="S", help="SIGTERM grace period before SIGKILL")
         a.add_argument("--stop-benchmark", action="store_true",
                        help="stop a server even while a benchmark run measures it (the run is cancelled and ends "
                             "interrupted)")
-    lg = action("logs", "print a server's log", profile="required", json_flag=False)
+    adopt = action("adopt", "treat a server spectui did not start as its own from now on (stop, switch, restart)",
+                   profile="required", metavar="NAME")
+    adopt.add_argument("--as", dest="as_name", metavar="NAME", help="the name to give it (default: its ext- name)")
+    adopt.add_argument("--yes", action="store_true", help="confirm without asking")
+    lg = action("logs", "print a server's log", profile="required", json_flag=False, metavar="NAME")
     lg.add_argument("-f", "--follow", action="store_true", help="keep printing new lines")
     lg.add_argument("--lines", type=int, default=40, metavar="N")
 
@@ -65,6 +86,8 @@ class Progress:
         self.tty = stream.isatty()
         self.last = None
         self.t0 = time.monotonic()
+        #: when a set: only the ``server`` events of these servers are shown
+        self.only: set[str] | None = None
 
     def show(self, text: str) -> None:
         if text == self.last:
@@ -90,7 +113,7 @@ class Progress:
                 self.show(f"{d['target']}: loading {_progress(detail)}")
             else:
                 self.show(f"{d['target']}: {d['stage']}" + (f" {detail}" if isinstance(detail, str) and detail else ""))
-        elif ev.name == "server":
+        elif ev.name == "server" and (self.only is None or d.get("name") in self.only):
             if d["state"] == "loading" and d.get("progress"):
                 self.show(f"{d['name']}: loading {_progress(d['progress'])}")
             else:
@@ -111,15 +134,21 @@ def _uptime(s: dict) -> str:
 
 
 def render_list(servers: list[dict]) -> str:
+    """The ``servers list`` table: an ORIGIN column, and for a server spectui did not start, how it was
+    started (its host text made visible)."""
     if not servers:
-        return "no servers started by spectui on this host"
-    rows = [f"{'NAME':<20} {'STATE':<13} {'PID':>8} {'PORT':>6} {'GPUS':<16} {'UPTIME':>8}  REASON"]
+        return "no SGLang servers on this host (none started by spectui, none found running)"
+    rows = [f"{'NAME':<20} {'STATE':<13} {'ORIGIN':<8} {'PID':>8} {'PORT':>6} {'GPUS':<16} {'UPTIME':>8}  "
+            "REASON / STARTED BY"]
     for s in servers:
         state = s["state"] + (f" {s['progress']['percent']:.0f}%" if s["state"] == "loading" and s.get("progress")
                               and s["progress"].get("percent") is not None else "")
         gpus = ",".join(map(str, s.get("gpus") or [])) or "-"
-        rows.append(f"{s['name']:<20} {state:<13} {s['pid'] or '-':>8} {s['port']:>6} {gpus:<16} {_uptime(s):>8}  "
-                    f"{s.get('reason') or ''}")
+        detail = s.get("reason") or ""
+        if origin(s) != "spectui" and not detail:
+            detail = started_by_text(s)
+        rows.append(f"{visible(str(s['name'])):<20} {state:<13} {origin(s):<8} {s['pid'] or '-':>8} "
+                    f"{s['port'] or '-':>6} {gpus:<16} {_uptime(s):>8}  {visible(str(detail))}")
     return "\n".join(rows)
 
 
@@ -140,6 +169,151 @@ def _ended_badly(server: dict) -> str | None:
     return None
 
 
+def _print_stop_results(results: list[dict], refused: list[AgentCallError], as_json: bool) -> None:
+    if as_json:
+        print(json.dumps({"stopped": redact_server_records(results), "refused": [str(e) for e in refused]},
+                         indent=2))
+    else:
+        for r in results:
+            st = r.get("stop") or {}
+            if r.get("already_stopped"):
+                print(f"{r['name']}: was not running" + (f" ({r['not_signalled']})" if r.get("not_signalled")
+                                                         else ""))
+            else:
+                rel = ("GPU memory released in %.1f s" % st["release_s"]) if st.get("gpu_released") else \
+                    (st.get("release_check") or "GPU release unknown")
+                print(f"{r['name']}: stopped in {st.get('exit_s', 0):.1f} s"
+                      f"{' (SIGKILL after the grace period)' if st.get('killed') else ''}; {rel}"
+                      + _cancelled(r))
+    for r in results:
+        if r.get("record_error"):
+            print(f"spectui: {r['name']} was stopped, but {r['record_error']}", file=sys.stderr)
+    for exc in refused:
+        print(f"spectui: {exc}", file=sys.stderr)
+
+
+def _show(lines: list[str], as_json: bool) -> None:
+    """A plan for the operator: on stdout, or on stderr when stdout carries JSON."""
+    stream = sys.stderr if as_json else sys.stdout
+    print(for_stream("\n".join(lines), stream), file=stream)
+    stream.flush()
+
+
+def _unconfirmed(name: str, answer: str, what: str, how: str) -> int:
+    """The refusal when the operator did not confirm signalling a server spectui did not start."""
+    if answer == DECLINED:
+        print(f"spectui: {visible(name)} was not {what}: not confirmed", file=sys.stderr)
+    else:
+        print(f"spectui: {visible(name)} was not {what}: spectui did not start it, so this needs a confirmation; "
+              f"run the command on a terminal and answer the question, or add {how} once the processes above "
+              "are the ones to signal", file=sys.stderr)
+    return 1
+
+
+async def _confirmed_plan(ctl: ServerControl, name: str, args: argparse.Namespace, *, verb: str,
+                          what: str) -> list[list[int]] | None:
+    """Show the stop plan of ``name``, ask, and return the confirmed ``[[pid, start_ticks], ...]``
+    (None: refused or declined, the sentence already printed)."""
+    plan = await ctl.plan_stop(name)
+    _show(plan_lines(plan, grace_s=getattr(args, "grace", 20.0), verb=verb), args.json)
+    if not plan.get("allowed", True):
+        print(f"spectui: {visible(name)} was not {what}: {visible(str(plan.get('why_not')))}", file=sys.stderr)
+        return None
+    confirmed = confirmed_processes(plan)
+    question = f"{'Stop' if verb == 'Stopping' else 'Adopt'} these {count(len(confirmed), 'process')}? [y/N]"
+    answer = ask(question, yes=args.yes)
+    if answer != CONFIRMED:
+        _unconfirmed(name, answer, what, "--yes")
+        return None
+    return confirmed
+
+
+async def _stop(ctl: ServerControl, args: argparse.Namespace, progress: Progress) -> int:
+    servers = await ctl.list()
+    by_name = {s["name"]: s for s in servers}
+    if args.profile:
+        names = [args.profile]
+    else:  # spectui's own and adopted servers; one it did not start is stopped only by name
+        names = [s["name"] for s in servers if s["state"] not in ("stopped",) and not is_external(s)]
+        for s in servers:
+            if is_external(s) and s["state"] not in FINAL_STATES:
+                print(f"note: {visible(s['name'])} was left running: spectui did not start it (stop it by name: "
+                      f"spectui servers stop {visible(s['name'])})", file=sys.stderr)
+    results = []
+    refused: list[AgentCallError] = []  # servers a live benchmark run measures: the others still stop
+    for name in names:
+        confirmed = None
+        if name in by_name and is_external(by_name[name]):
+            confirmed = await _confirmed_plan(ctl, name, args, verb="Stopping", what="stopped")
+            if confirmed is None:
+                return 1
+        progress.only.add(name)
+        progress.show(f"{name}: stopping")
+        try:
+            results.append(await ctl.stop(name, grace_s=args.grace, stop_benchmark=args.stop_benchmark,
+                                          confirmed=confirmed))
+        except AgentCallError as exc:
+            if exc.code != SERVER_BENCHMARKED or args.profile:
+                progress.done()  # the error's sentence on a line of its own
+                raise
+            refused.append(exc)
+    progress.done()
+    _print_stop_results(results, refused, args.json)
+    return 1 if refused else 0
+
+
+async def _adopt(ctl: ServerControl, args: argparse.Namespace) -> int:
+    view = {s["name"]: s for s in await ctl.list()}.get(args.profile)
+    if view is not None and not is_external(view):
+        print(f"spectui: {visible(args.profile)} is already spectui's own ({origin(view)}); nothing to adopt",
+              file=sys.stderr)
+        return 1
+    confirmed = await _confirmed_plan(ctl, args.profile, args, verb="Adopting", what="adopted")
+    if confirmed is None:
+        return 1
+    result = await ctl.adopt(args.profile, confirmed=confirmed, as_name=args.as_name)
+    if args.json:
+        print(json.dumps(redact_server_records(result), indent=2))
+    else:
+        print(f"{visible(args.profile)}: adopted as {visible(result['name'])}; spectui now stops, switches and "
+              "watches it like a server it started")
+    return 0
+
+
+async def _external_holders(ctl: ServerControl, profile, args: argparse.Namespace) -> list[list[int]] | None:
+    """Before a switch: the servers spectui did not start that hold the profile's port or GPUs, shown and
+    confirmed. ``[]`` when there are none; the confirmed processes; None when refused (sentence printed)."""
+    plan = await ctl.plan_switch(profile, force=args.force, grace_s=args.grace, timeout_s=args.timeout,
+                                 stop_benchmark=args.stop_benchmark)
+    external = [s for s in plan.get("stops") or [] if is_external(s)]
+    if not external:
+        return []
+    _show(["spectui did not start " + ("this server" if len(external) == 1 else "these servers")
+           + f", which hold what {profile.name} needs:"] + holder_lines(external), args.json)
+    blocked = [s for s in external if not s.get("allowed", True)]
+    if blocked:
+        for s in blocked:
+            print(f"spectui: {profile.name} was not started: {visible(str(s['name']))} holds "
+                  f"{visible(str(s.get('holds')))} and {visible(str(s.get('why_not')))}", file=sys.stderr)
+        return None
+    confirmed = [p for s in external for p in confirmed_processes(s)]
+    question = (f"Stop {count(len(external), 'server')} ({count(len(confirmed), 'process')}) to start "
+                f"{profile.name}? [y/N]")
+    answer = ask(question, yes=args.yes)
+    if answer == CONFIRMED:
+        return confirmed
+    names = ", ".join(visible(str(s["name"])) for s in external)
+    if answer == DECLINED:
+        print(f"spectui: {profile.name} was not started: stopping {names} was not confirmed", file=sys.stderr)
+    else:
+        print(f"spectui: {profile.name} was not started: {names} hold{'s' if len(external) == 1 else ''} its port "
+              "or GPUs and spectui did not start "
+              + ("it" if len(external) == 1 else "them") + "; run the command on a terminal to confirm stopping "
+              + ("it" if len(external) == 1 else "them")
+              + ", add --stop-external (or --yes), or use another port", file=sys.stderr)
+    return None
+
+
 async def _run(args: argparse.Namespace, target: HostTarget) -> int:
     library = None
     if getattr(args, "profile", None) and args.action in ("start", "switch"):
@@ -152,51 +326,33 @@ async def _run(args: argparse.Namespace, target: HostTarget) -> int:
     try:
         ctl = ServerControl(session)
         progress = Progress()
-        if not getattr(args, "json", False):
+        # progress of what this command does: a start's or switch's stages, a stop's servers once stopping
+        if args.action == "stop":
+            progress.only = set()
+        if not getattr(args, "json", False) and args.action in ("start", "switch", "stop"):
             ctl.on_events(progress.on_event)
         if args.action == "list":
             servers = await ctl.list()
-            print(json.dumps({"servers": redact_server_records(servers)}, indent=2) if args.json
+            print(json.dumps({"schema": "spectui.servers/1", "servers": redact_server_records(servers)}, indent=2)
+                  if args.json
                   else for_stream(render_list(servers), sys.stdout))
+            return 0
+        if args.action == "describe":
+            view = {s["name"]: s for s in await ctl.list()}.get(args.profile)
+            if view is None:
+                print(f"spectui: no server named {visible(args.profile)} on this host; 'spectui servers list' "
+                      "shows the names", file=sys.stderr)
+                return 1
+            print(json.dumps({"schema": "spectui.server/1", "server": redact_server_records(view)}, indent=2)
+                  if args.json
+                  else for_stream("\n".join(describe(view)), sys.stdout))
             return 0
         if args.action == "logs":
             return await _logs(ctl, args)
         if args.action == "stop":
-            servers = await ctl.list()
-            names = [args.profile] if args.profile else [s["name"] for s in servers if s["state"] not in ("stopped",)]
-            results = []
-            refused: list[AgentCallError] = []  # servers a live benchmark run measures: the others still stop
-            for name in names:
-                progress.show(f"{name}: stopping")
-                try:
-                    results.append(await ctl.stop(name, grace_s=args.grace, stop_benchmark=args.stop_benchmark))
-                except AgentCallError as exc:
-                    if exc.code != SERVER_BENCHMARKED or args.profile:
-                        progress.done()  # the error's sentence on a line of its own
-                        raise
-                    refused.append(exc)
-            progress.done()
-            if args.json:
-                print(json.dumps({"stopped": redact_server_records(results), "refused": [str(e) for e in refused]},
-                                 indent=2))
-            else:
-                for r in results:
-                    st = r.get("stop") or {}
-                    if r.get("already_stopped"):
-                        print(f"{r['name']}: was not running" + (f" ({r['not_signalled']})" if r.get("not_signalled")
-                                                                 else ""))
-                    else:
-                        rel = ("GPU memory released in %.1f s" % st["release_s"]) if st.get("gpu_released") else \
-                            (st.get("release_check") or "GPU release unknown")
-                        print(f"{r['name']}: stopped in {st.get('exit_s', 0):.1f} s"
-                              f"{' (SIGKILL after the grace period)' if st.get('killed') else ''}; {rel}"
-                              + _cancelled(r))
-            for r in results:
-                if r.get("record_error"):
-                    print(f"spectui: {r['name']} was stopped, but {r['record_error']}", file=sys.stderr)
-            for exc in refused:
-                print(f"spectui: {exc}", file=sys.stderr)
-            return 1 if refused else 0
+            return await _stop(ctl, args, progress)
+        if args.action == "adopt":
+            return await _adopt(ctl, args)
         # start / switch: the profile's flags are checked against the host's SGLang first
         if refuse_on_problems(await check_on_host(session, profile),
                               f"{profile.name} was not launched: fix the profile first."):
@@ -207,8 +363,11 @@ async def _run(args: argparse.Namespace, target: HostTarget) -> int:
                 server = await ctl.wait(profile.name, timeout_s=args.timeout)
             result = {"server": server}
         else:
+            stop_external = await _external_holders(ctl, profile, args)
+            if stop_external is None:
+                return 1
             result = await ctl.switch(profile, force=args.force, grace_s=args.grace, timeout_s=args.timeout,
-                                      stop_benchmark=args.stop_benchmark)
+                                      stop_benchmark=args.stop_benchmark, stop_external=stop_external)
             server = result["server"]
         progress.done()
         if args.json:

@@ -27,7 +27,7 @@ from spectui.core.errors import (
 from spectui.core.profiles import Profile
 from spectui.core.rpc import Event
 from spectui.core.server_frames import ServerFrame, ServerSeries
-from spectui.core.servers import ServerControl
+from spectui.core.servers import ServerControl, is_external
 from spectui.core.session import HostTarget, Session, open_session
 from spectui.core.telemetry import GpuHistory, TelemetryFrame
 
@@ -204,13 +204,16 @@ class HostLink:
             raise Disconnected(f"Not connected to {self.target.label}: wait for the reconnection.")
         return ServerControl(self.session)
 
-    async def switch_to(self, profile: Profile, *, force: bool = False) -> dict:
+    async def switch_to(self, profile: Profile, *, force: bool = False,
+                        stop_external: list[list[int]] | None = None) -> dict:
+        """Switch to ``profile``; ``stop_external``: the confirmed processes of servers spectui did not start
+        that hold its port or GPUs (see :meth:`ServerControl.switch`)."""
         self.switch = SwitchProgress(profile.name, "starting")
         self._changed()
-        return await self.control().switch(profile, force=force)
+        return await self.control().switch(profile, force=force, stop_external=stop_external)
 
-    async def stop(self, name: str) -> dict:
-        return await self.control().stop(name)
+    async def stop(self, name: str, *, confirmed: list[list[int]] | None = None) -> dict:
+        return await self.control().stop(name, confirmed=confirmed)
 
     async def restart(self, profile: Profile) -> dict:
         ctl = self.control()
@@ -219,9 +222,10 @@ class HostLink:
         return await self.switch_to(profile)
 
     async def stop_all(self) -> list[dict]:
+        """Stop every live server spectui started or adopted; one it only found running is left alone."""
         ctl = self.control()
         out = []
         for s in await ctl.list():
-            if s["state"] not in ("stopped", "failed", "crashed"):
+            if s["state"] not in ("stopped", "failed", "crashed") and not is_external(s):
                 out.append(await ctl.stop(s["name"]))
         return out

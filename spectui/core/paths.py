@@ -20,4 +20,17 @@ def user_data_dir() -> Path:
 
 
 def user_config_dir() -> Path:
-    return Path(os.environ.get("SPECTUI_CONFIG_DIR") or platformdirs.user_config_dir("spectui"))
+    """The operator's spectui config folder: ``SPECTUI_CONFIG_DIR``, else ``$XDG_CONFIG_HOME/spectui``,
+    else the platform's (``~/.config/spectui`` on Linux)."""
+    override = os.environ.get("SPECTUI_CONFIG_DIR")
+    if override:
+        return Path(override)
+    xdg = os.environ.get("XDG_CONFIG_HOME")
+    if xdg and os.path.isabs(xdg):  # the XDG spec ignores a relative value
+        return Path(xdg) / "spectui"
+    return Path(platformdirs.user_config_dir("spectui"))
+
+
+def settings_file() -> Path:
+    """The settings file, ``config.yaml`` in :func:`user_config_dir` (theme, default host, keymap, ...)."""
+    return user_config_dir() / "config.yaml"

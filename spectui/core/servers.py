@@ -10,6 +10,12 @@ from spectui.core.rpc import Event
 from spectui.core.session import Session
 
 FINAL_STATES = ("stopped", "failed", "crashed")
+#: ``origin`` of a server view: started by spectui, found running, or found and then adopted.
+ORIGINS = ("spectui", "external", "adopted")
+# the agent's error codes for servers spectui did not start: no confirmation given, or the processes
+# changed since the plan the operator confirmed
+CONFIRM_NEEDED = "confirm_needed"
+PLAN_CHANGED = "plan_changed"
 # the agent's error code: a stop or switch would stop a server that a live benchmark run measures
 SERVER_BENCHMARKED = "server_benchmarked"
 STATE_ORDER = ("starting", "loading", "ready", "unresponsive", "stopping", "stopped", "failed", "crashed")
@@ -44,6 +50,23 @@ def start_params(profile: Profile, session: Session, *, force: bool = False) -> 
     }
 
 
+def origin(view: dict) -> str:
+    """A server view's origin; a view without one (an older agent) is spectui's own."""
+    return view.get("origin") or "spectui"
+
+
+def is_external(view: dict) -> bool:
+    return origin(view) == "external"
+
+
+def confirmed_processes(plan: dict) -> list[list[int]]:
+    """``[[pid, start_ticks], ...]`` of the processes a stop plan (``server.plan_stop``) or a switch
+    holder (``server.plan_switch`` ``stops[]``) names: what the operator confirms by seeing it."""
+    procs = plan.get("processes") or []
+    return [[int(p["pid"]), int(p["start_ticks"])] if isinstance(p, dict) else [int(p[0]), int(p[1])]
+            for p in procs]
+
+
 def launch_command(profile: Profile, session: Session) -> str:
     """The exact command a start runs, shell-quoted for display (env values never shown)."""
     return format_command(start_params(profile, session)["argv"])
@@ -64,19 +87,57 @@ class ServerControl:
         return await self.session.client.call("server.wait", {"name": name, "states": states,
                                                               "timeout_s": timeout_s}, timeout=timeout_s + 30)
 
-    async def stop(self, name: str, *, grace_s: float = 20.0, stop_benchmark: bool = False) -> dict:
+    async def plan_stop(self, name: str) -> dict:
+        """What stopping ``name`` would signal: every process (pid, start time, user, command), whether
+        spectui may signal them (``allowed``, ``why_not``) and a note such as a systemd unit. Signals nothing."""
+        return await self.session.client.call("server.plan_stop", {"name": name}, timeout=30)
+
+    async def stop(self, name: str, *, grace_s: float = 20.0, stop_benchmark: bool = False,
+                   confirmed: list[list[int]] | None = None) -> dict:
         """Stop server ``name``. One that a live benchmark run measures is refused (:data:`SERVER_BENCHMARKED`,
-        a sentence naming the run) unless ``stop_benchmark``: the run is then cancelled and ends interrupted."""
-        return await self.session.client.call("server.stop", {"name": name, "grace_s": grace_s,
-                                                              "stop_benchmark": stop_benchmark},
-                                              timeout=grace_s + 150)
+        a sentence naming the run) unless ``stop_benchmark``: the run is then cancelled and ends interrupted.
+
+        A server spectui did not start needs ``confirmed``: the ``[[pid, start_ticks], ...]`` of the plan
+        the operator saw (:func:`confirmed_processes`); without it the agent answers :data:`CONFIRM_NEEDED`,
+        and when the processes changed since, :data:`PLAN_CHANGED` (nothing is signalled either way)."""
+        params = {"name": name, "grace_s": grace_s, "stop_benchmark": stop_benchmark}
+        if confirmed is not None:
+            params["confirmed"] = confirmed
+        return await self.session.client.call("server.stop", params, timeout=grace_s + 150)
+
+    async def adopt(self, name: str, *, confirmed: list[list[int]], as_name: str | None = None) -> dict:
+        """Record the external server ``name`` as spectui's own (origin ``adopted``, named ``as_name`` or
+        its ext name), confirmed like :meth:`stop`; from then on it is stopped and switched like one spectui
+        started."""
+        params = {"name": name, "confirmed": confirmed}
+        if as_name:
+            params["as"] = as_name
+        return await self.session.client.call("server.adopt", params, timeout=60)
+
+    def _switch_params(self, profile: Profile, *, force: bool, grace_s: float, timeout_s: float,
+                       stop_benchmark: bool) -> dict:
+        return dict(start_params(profile, self.session, force=force), grace_s=grace_s, timeout_s=timeout_s,
+                    stop_benchmark=stop_benchmark)
+
+    async def plan_switch(self, profile: Profile, *, force: bool = False, grace_s: float = 20.0,
+                          timeout_s: float = 1800, stop_benchmark: bool = False) -> dict:
+        """A dry run of :meth:`switch`: the servers it would stop (``stops``, external ones with their
+        processes, user and argv) and the sentences it would refuse with. Stops and starts nothing."""
+        params = self._switch_params(profile, force=force, grace_s=grace_s, timeout_s=timeout_s,
+                                     stop_benchmark=stop_benchmark)
+        return await self.session.client.call("server.plan_switch", params, timeout=60)
 
     async def switch(self, profile: Profile, *, force: bool = False, grace_s: float = 20.0,
-                     timeout_s: float = 1800, stop_benchmark: bool = False) -> dict:
+                     timeout_s: float = 1800, stop_benchmark: bool = False,
+                     stop_external: list[list[int]] | None = None) -> dict:
         """Stop what holds the profile's GPUs or port, then start it; refused like :meth:`stop` when a live
-        benchmark run measures a server it would stop."""
-        params = dict(start_params(profile, self.session, force=force), grace_s=grace_s, timeout_s=timeout_s,
-                      stop_benchmark=stop_benchmark)
+        benchmark run measures a server it would stop. A server spectui did not start is stopped only when
+        all its processes are in ``stop_external`` (``[[pid, start_ticks], ...]`` from :meth:`plan_switch`);
+        otherwise the switch is refused with a sentence naming it."""
+        params = self._switch_params(profile, force=force, grace_s=grace_s, timeout_s=timeout_s,
+                                     stop_benchmark=stop_benchmark)
+        if stop_external:
+            params["stop_external"] = stop_external
         return await self.session.client.call("server.switch", params, timeout=None)
 
     async def logs(self, name: str, *, lines: int = 40, offset: int | None = None) -> dict:

@@ -30,11 +30,13 @@ from spectui.core.errors import (
 from spectui.core.flagcheck import check_on_host
 from spectui.core.live import HostLink, LinkState
 from spectui.core.profiles import Profile, ProfileLibrary, load_profiles
-from spectui.core.servers import launch_command, profile_gpus
+from spectui.core.servers import is_external, launch_command, profile_gpus
 from spectui.core.session import HostTarget
+from spectui.core.settings import Settings
 from spectui.core.textsafe import visible_text
 from spectui.ui import derive, keys, snapshots
 from spectui.ui.actions.bench import BenchActions
+from spectui.ui.actions.found import FoundServerActions
 from spectui.ui.actions.probe import ProbeActions
 from spectui.ui.actions.source import SourceActions
 from spectui.ui.draw import Styles
@@ -46,6 +48,7 @@ from spectui.ui.screens.dashboard import DashboardScreen
 from spectui.ui.screens.dialogs import FailureScreen, HostKeyChangedScreen, HostKeyScreen, PassphraseScreen
 from spectui.ui.screens.help import HelpScreen
 from spectui.ui.screens.logs import LogScreen
+from spectui.ui.usersettings import SettingsInConsole
 
 REFRESH_HZ = 4.0
 LOG_POLL_S = 1.0
@@ -54,14 +57,14 @@ TRAFFIC_CONCURRENCY = (1, 4, 16)  # c cycles; the first is the default (the stor
 LIVE = snapshots.LIVE
 
 
-class SpectuiApp(BenchActions, ProbeActions, SourceActions, App):
+class SpectuiApp(BenchActions, ProbeActions, SourceActions, FoundServerActions, App):
     CSS_PATH = "app.tcss"
     TITLE = "spectui"
     COMMANDS = App.COMMANDS | {ProfileCommands}
 
     def __init__(self, target: HostTarget, *, library: ProfileLibrary | None = None, keep: bool = False,
                  telemetry_hz: float = 1.0, traffic: bool = True, refresh_hz: float = REFRESH_HZ,
-                 history: int = 3600) -> None:
+                 history: int = 3600, settings: Settings | None = None) -> None:
         super().__init__()
         self.target = target
         self.demo = target.kind == "demo"
@@ -99,8 +102,10 @@ class SpectuiApp(BenchActions, ProbeActions, SourceActions, App):
         self._breakeven = snapshots.BreakEvenCache()
         self._log_poll_running = False
         self.activities: dict[str, tuple[str, float]] = {}  # work the banner shows: a probe, a source fetch
+        self._found_highlighted = False  # the footer offers adopt / import while a found server is highlighted
         self.init_bench()
         self.init_probe()
+        self.user_settings = SettingsInConsole(self, settings)  # theme and keymap; None: none
 
     # --- setup ----------------------------------------------------------------------------------------------
     def get_default_screen(self) -> Screen:
@@ -108,6 +113,7 @@ class SpectuiApp(BenchActions, ProbeActions, SourceActions, App):
         return self.dashboard
 
     def on_mount(self) -> None:
+        self.user_settings.apply()
         self._update_styles()
         self.theme_changed_signal.subscribe(self, lambda _theme: self._theme_changed())
         self.push_screen(ConnectingScreen(self.target.label))
@@ -119,6 +125,7 @@ class SpectuiApp(BenchActions, ProbeActions, SourceActions, App):
         self.draw_styles = Styles.from_variables(self.get_css_variables())
 
     def _theme_changed(self) -> None:
+        self.user_settings.theme_changed(self.theme)
         self._update_styles()
         if self.dashboard is not None and self.link is not None:
             self.dashboard.show(self.build_views(), force=True)
@@ -184,8 +191,8 @@ class SpectuiApp(BenchActions, ProbeActions, SourceActions, App):
                 self.pop_screen()
         link = self.link
         ready = [n for n, s in link.servers.items() if s.get("state") in LIVE]
-        for i, p in enumerate(self.profiles):
-            if p.name in ready:
+        for i, n in enumerate(self.row_names()):
+            if n in ready:
                 self.highlight = i
                 break
         if self.profile_errors:
@@ -241,6 +248,9 @@ class SpectuiApp(BenchActions, ProbeActions, SourceActions, App):
 
     def build_views(self) -> dict[str, object]:
         link = self.link
+        rows = len(self.row_names())
+        if rows and self.highlight >= rows:  # a found server's row went away under the highlight
+            self.highlight = rows - 1
         name = self.focus()
         profile = self.library.profiles.get(name) if name else None
         switching = (link.switch.target if link.switch and link.switch.stage not in derive.FINAL
@@ -253,7 +263,7 @@ class SpectuiApp(BenchActions, ProbeActions, SourceActions, App):
                                             traffic_paused=self.bench_measuring() and self.traffic_wanted,
                                             traffic_streams=self.traffic_concurrency),
             "profiles": snapshots.profiles_view(link, self.profiles, self.highlight, self.profile_errors, switching,
-                                                self.marked, self.compare_baseline()),
+                                                self.marked, self.compare_baseline(), self.found_servers()),
             "gpus": snapshots.gpu_view(link),
             "server": snapshots.server_view(link, name, profile, switch_result=self.switch_results.get(name or ""),
                                             switch_started=self.switch_started, stopped_name=self.switch_stopped,
@@ -268,6 +278,13 @@ class SpectuiApp(BenchActions, ProbeActions, SourceActions, App):
         buf = self.logs.get(name) if name else None
         views["logtail"] = snapshots.log_tail_view(name, buf.tail(snapshots.LOG_TAIL) if buf and buf.offset is not None
                                                    else None, buf.error if buf else None, not link.connected)
+        unread = snapshots.unreadable_log(link.servers.get(name)) if name else None
+        if unread:
+            views["logtail"] = snapshots.log_tail_view(name, (), unread, not link.connected)
+        found = self.found_record(self.highlighted_name()) is not None
+        if found != self._found_highlighted and self.dashboard is not None:
+            self._found_highlighted = found
+            self.dashboard.refresh_bindings()
         return views
 
     # --- logs -----------------------------------------------------------------------------------------------------------
@@ -285,7 +302,7 @@ class SpectuiApp(BenchActions, ProbeActions, SourceActions, App):
         if link is None or not link.connected or self._log_poll_running:
             return
         name = self._log_target()
-        if name is None or name not in link.servers:
+        if name is None or name not in link.servers or snapshots.unreadable_log(link.servers[name]):
             return
         self._log_poll_running = True
         self._fetch_log(name)
@@ -312,8 +329,10 @@ class SpectuiApp(BenchActions, ProbeActions, SourceActions, App):
 
     # --- profiles and highlight ---------------------------------------------------------------------------------------------
     def highlighted_name(self) -> str | None:
-        if 0 <= self.highlight < len(self.profiles):
-            return self.profiles[self.highlight].name
+        """The highlighted row: a profile, or a server spectui found running (the rows after the profiles)."""
+        names = self.row_names()
+        if 0 <= self.highlight < len(names):
+            return names[self.highlight]
         return None
 
     def focus(self) -> str | None:
@@ -331,14 +350,21 @@ class SpectuiApp(BenchActions, ProbeActions, SourceActions, App):
         return [(p.name, (servers.get(p.name) or {}).get("state", "stopped")) for p in self.profiles]
 
     def move_highlight(self, step: int) -> None:
-        if self.profiles:
-            self.highlight = (self.highlight + step) % len(self.profiles)
+        rows = len(self.row_names())
+        if rows:
+            self.highlight = (self.highlight + step) % rows
             self.refresh_now()
 
     def set_highlight(self, index: int) -> None:
-        if 0 <= index < len(self.profiles):
+        if 0 <= index < len(self.row_names()):
             self.highlight = index
             self.refresh_now()
+
+    def reload_profiles(self) -> None:
+        """Read the profile folders again (after an import), keeping the highlighted row's name."""
+        self.library = load_profiles()
+        self.profiles = list(self.library)
+        self.profile_errors = [str(e) for e in self.library.errors]
 
     def switch_number(self, number: int) -> None:
         if not 1 <= number <= len(self.profiles):
@@ -374,6 +400,10 @@ class SpectuiApp(BenchActions, ProbeActions, SourceActions, App):
         if link is None:
             return
         profile = self.library.profiles.get(name)
+        if profile is None and self.found_record(name) is not None:
+            self.notify(f"{name} is a server spectui did not start, not a profile: x stops it, A adopts it, "
+                        f"I imports a profile from it.", severity="warning")
+            return
         if profile is None:
             self.notify(f"There is no profile named {name}.", severity="error")
             return
@@ -390,6 +420,9 @@ class SpectuiApp(BenchActions, ProbeActions, SourceActions, App):
         if not in_way:
             self._switch(profile, [])
             return
+        if any(is_external(s) for s in in_way):  # the host says what it would stop, by pid and start time
+            self._plan_switch_then_confirm(profile, command, in_way)
+            return
         names = [s["name"] for s in in_way]
         lines = [f"This stops {s['name']} ({s['state']}, pid {s.get('pid')}, port {s.get('port')}) and waits until "
                  f"its GPU memory is free." for s in in_way]
@@ -402,7 +435,7 @@ class SpectuiApp(BenchActions, ProbeActions, SourceActions, App):
         self.push_screen(ConfirmScreen(f"Switch to {name}?", lines, command, yes="Switch"), answered)
 
     @work(group="action", exit_on_error=False)
-    async def _switch(self, profile: Profile, stopping: list[str]) -> None:
+    async def _switch(self, profile: Profile, stopping: list[str], stop_external: list[list[int]] | None = None) -> None:
         link = self.link
         if link is None or self.busy:
             return
@@ -420,7 +453,7 @@ class SpectuiApp(BenchActions, ProbeActions, SourceActions, App):
             if problems:
                 self.notify(f"{profile.name} was not launched: {problems[0]}", severity="error", timeout=15)
                 return
-            result = await link.switch_to(profile)
+            result = await link.switch_to(profile, stop_external=stop_external)
             self.switch_results[profile.name] = result
             server = result.get("server") or {}
             if server.get("state") in ("failed", "crashed", "unresponsive"):
@@ -451,6 +484,9 @@ class SpectuiApp(BenchActions, ProbeActions, SourceActions, App):
         if rec is None or rec.get("state") not in LIVE:
             self.notify(f"{name or (rec or {}).get('name') or 'No server'} is not running.", severity="warning")
             return
+        if self.found_record(rec["name"]) is not None:
+            self.request_stop_found(rec)
+            return
         grace = 20
         lines = [f"{rec['name']} is {rec['state']} (pid {rec.get('pid')}, port {rec.get('port')}).",
                  f"It gets SIGTERM, then SIGKILL after {grace} s if it is still there; spectui waits until its GPU "
@@ -464,13 +500,14 @@ class SpectuiApp(BenchActions, ProbeActions, SourceActions, App):
         self.push_screen(ConfirmScreen(f"Stop {rec['name']}?", lines, command, yes="Stop"), answered)
 
     @work(group="action", exit_on_error=False)
-    async def _stop(self, name: str) -> None:
+    async def _stop(self, name: str, confirmed: list[list[int]] | None = None) -> None:
+        """Stop server ``name``; ``confirmed``: the processes of a found server's plan the operator saw."""
         if self.busy:
             return
         self.busy = f"stopping {name}"
         self.refresh_now()
         try:
-            r = await self.link.stop(name)
+            r = await self.link.stop(name, confirmed=confirmed)
             st = r.get("stop") or {}
             self.notify(f"{name} stopped ({st.get('exit_s', 0):.1f} s, GPU memory free after "
                         f"{st.get('release_s', 0):.1f} s).")
@@ -607,9 +644,12 @@ class SpectuiApp(BenchActions, ProbeActions, SourceActions, App):
                 continue
             if name == "traffic" and not self.traffic_available:
                 continue
-            key = " / ".join(self.get_key_display(type(b)(k, b.action, b.description)) for k in keys.key_names(b))
+            key = keys.key_display(self, b)
+            # adopt and import are offered by the footer only on a found server's row; the palette always
+            # offers them, and says what to highlight when the row is not one
+            run = {"adopt": self.request_adopt, "import_profile": self.request_import}.get(name)
             yield SystemCommand(keys.palette_title(b), escape(f"{b.tooltip} (key: {key})"),
-                                self._palette_action(b.action))
+                                run or self._palette_action(b.action))
 
     def action_command_palette(self) -> None:
         # Not while connecting or refusing a changed host key: nothing there to command.
@@ -651,6 +691,9 @@ class SpectuiApp(BenchActions, ProbeActions, SourceActions, App):
                     names = [s["name"] for s in stopped]
                     note = ("spectui demo: stopped the simulated servers (" + ", ".join(names) + ")." if names
                             else "spectui demo: no simulated server was running.")
+                    others = [s["name"] for s in link.servers.values() if is_external(s) and s.get("state") in LIVE]
+                    if others:
+                        note += f" Left running (spectui did not start them): {', '.join(others)}."
                 else:
                     live = [s for s in link.servers.values() if s.get("state") in LIVE]
                     where = "the simulated host" if self.demo else link.target.label

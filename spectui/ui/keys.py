@@ -3,81 +3,114 @@
 The screens take their ``BINDINGS`` from here; the footer, the help screen (``?``) and the
 command palette (``ctrl+p``) are all generated from these same declarations. A binding's
 ``description`` is the footer label; its ``tooltip`` is the longer help text.
+
+Every binding has an ``id`` (``screen.name``, e.g. ``dashboard.stop``). The settings file's
+``keymap`` gives an id other keys; the console hands the checked keymap to Textual's
+``App.set_keymap``, so the footer follows, and the help screen and the palette read the keys
+through :func:`key_names` with the same keymap.
 """
 
 from __future__ import annotations
 
 from textual.binding import Binding
+from textual.keys import Keys, _character_to_key
+
+from spectui.core.profiles.errors import close_matches, did_you_mean
 
 DIGITS = tuple(str(n) for n in range(1, 10))
 
 DASHBOARD = [
-    Binding("up,k", "move(-1)", "Up", show=False, tooltip="Highlight the previous profile"),
-    Binding("down,j", "move(1)", "Down", show=False, tooltip="Highlight the next profile"),
-    Binding("enter,s", "switch", "Switch", tooltip="Switch to the highlighted profile (asks before stopping a running server)"),
-    *[Binding(d, f"switch_number({d})", f"Profile {d}", show=False,
+    Binding("up,k", "move(-1)", "Up", id="dashboard.up", show=False, tooltip="Highlight the previous profile"),
+    Binding("down,j", "move(1)", "Down", id="dashboard.down", show=False, tooltip="Highlight the next profile"),
+    Binding("enter,s", "switch", "Switch", id="dashboard.switch",
+            tooltip="Switch to the highlighted profile (asks before stopping a running server)"),
+    *[Binding(d, f"switch_number({d})", f"Profile {d}", id=f"dashboard.profile_{d}", show=False,
               tooltip=f"Select profile {d} and switch to it") for d in DIGITS],
-    Binding("x", "stop", "Stop", tooltip="Stop the server shown in the server panel (asks first)"),
-    Binding("r", "restart", "Restart", tooltip="Restart the server shown in the server panel (asks first)"),
-    Binding("l", "logs", "Logs", tooltip="Open the full log: search, wrap, follow, save"),
-    Binding("slash", "filter", "Filter", show=False, tooltip="Filter the log tail (escape clears)"),
-    Binding("f", "source", "Source", tooltip="Browse SGLang's speculative decoding source (the demo offers to "
-                                             "fetch the published wheel)"),
-    Binding("space", "mark", "Mark", show=False, tooltip="Mark or unmark the highlighted profile for a comparison (B)"),
-    Binding("b", "bench", "Bench", tooltip="Benchmark the ready server with a preset (pick one; saved to history); "
-                                           "while one runs: its progress"),
-    Binding("B", "compare", "Compare", tooltip="Compare the marked profiles with a preset (baseline: the first "
-                                               "without speculation, else the first marked)"),
-    Binding("v", "results", "Results", show=False, tooltip="The benchmark screen: the one running, or the last "
-                                                            "results"),
-    Binding("p", "probe", "Probe", tooltip="Run the verify-cost probe for the highlighted profile: its predicted "
-                                           "break-even L* (saved to history)"),
-    Binding("t", "traffic", "Traffic", tooltip="Demo only: toggle the background load (varied prompts, sampled)"),
-    Binding("c", "traffic_concurrency", "Streams", show=False,
+    Binding("x", "stop", "Stop", id="dashboard.stop",
+            tooltip="Stop the server shown in the server panel (asks first, listing what it signals)"),
+    Binding("A", "adopt", "Adopt", id="dashboard.adopt",
+            tooltip="Adopt the highlighted external server: treated as spectui's own (asks)"),
+    Binding("I", "import_profile", "Import", id="dashboard.import",
+            tooltip="Import a profile from the highlighted external server (says where)"),
+    Binding("r", "restart", "Restart", id="dashboard.restart",
+            tooltip="Restart the server shown in the server panel (asks first)"),
+    Binding("l", "logs", "Logs", id="dashboard.logs", tooltip="Open the full log: search, wrap, follow, save"),
+    Binding("slash", "filter", "Filter", id="dashboard.filter", show=False,
+            tooltip="Filter the log tail (escape clears)"),
+    Binding("f", "source", "Source", id="dashboard.source",
+            tooltip="Browse SGLang's speculative decoding source (the demo offers to "
+                    "fetch the published wheel)"),
+    Binding("space", "mark", "Mark", id="dashboard.mark", show=False,
+            tooltip="Mark or unmark the highlighted profile for a comparison (B)"),
+    Binding("b", "bench", "Bench", id="dashboard.bench",
+            tooltip="Benchmark the ready server with a preset (pick one; saved to history); "
+                    "while one runs: its progress"),
+    Binding("B", "compare", "Compare", id="dashboard.compare",
+            tooltip="Compare the marked profiles with a preset (baseline: the first "
+                    "without speculation, else the first marked)"),
+    Binding("v", "results", "Results", id="dashboard.results", show=False,
+            tooltip="The benchmark screen: the one running, or the last "
+                    "results"),
+    Binding("p", "probe", "Probe", id="dashboard.probe",
+            tooltip="Run the verify-cost probe for the highlighted profile: its predicted "
+                    "break-even L* (saved to history)"),
+    Binding("t", "traffic", "Traffic", id="dashboard.traffic",
+            tooltip="Demo only: toggle the background load (varied prompts, sampled)"),
+    Binding("c", "traffic_concurrency", "Streams", id="dashboard.traffic_streams", show=False,
             tooltip="Demo only: cycle the background load's concurrent requests, 1 / 4 / 16"),
-    Binding("a", "rate_formula", "Rate formula", show=False,
+    Binding("a", "rate_formula", "Rate formula", id="dashboard.rate_formula", show=False,
             tooltip="Show the accept rate in the other formula (the server's release decides the first)"),
-    Binding("question_mark", "help", "Help", tooltip="Show every key"),
-    Binding("q", "quit_console", "Quit", tooltip="Quit (servers on a real host keep running; the demo stops its own)"),
+    Binding("question_mark", "help", "Help", id="dashboard.help", tooltip="Show every key"),
+    Binding("q", "quit_console", "Quit", id="dashboard.quit",
+            tooltip="Quit (servers on a real host keep running; the demo stops its own)"),
 ]
 
 LOGS = [
-    Binding("slash", "search", "Search", tooltip="Search the log (enter jumps to the first match)"),
-    Binding("n", "next_match", "Next", tooltip="Jump to the next match"),
-    Binding("N", "previous_match", "Previous", show=False, tooltip="Jump to the previous match"),
-    Binding("w", "toggle_wrap", "Wrap", tooltip="Wrap long lines on or off"),
-    Binding("f", "toggle_follow", "Follow", tooltip="Follow new lines on or off"),
-    Binding("ctrl+s", "save", "Save", tooltip="Save the log to a local file"),
-    Binding("escape,q", "close", "Back", tooltip="Back to the dashboard"),
+    Binding("slash", "search", "Search", id="logs.search", tooltip="Search the log (enter jumps to the first match)"),
+    Binding("n", "next_match", "Next", id="logs.next", tooltip="Jump to the next match"),
+    Binding("N", "previous_match", "Previous", id="logs.previous", show=False, tooltip="Jump to the previous match"),
+    Binding("w", "toggle_wrap", "Wrap", id="logs.wrap", tooltip="Wrap long lines on or off"),
+    Binding("f", "toggle_follow", "Follow", id="logs.follow", tooltip="Follow new lines on or off"),
+    Binding("ctrl+s", "save", "Save", id="logs.save", tooltip="Save the log to a local file"),
+    Binding("escape,q", "close", "Back", id="logs.back", tooltip="Back to the dashboard"),
 ]
 
 BENCH = [
-    Binding("c", "cancel_bench", "Stop", tooltip="Stop the benchmark (asks; what it measured is saved, marked "
-                                                 "interrupted)"),
-    Binding("e", "export", "Export", tooltip="Export the results as Markdown to a file (says where)"),
-    Binding("escape,q", "close", "Back", tooltip="Back to the dashboard (a benchmark goes on; v comes back)"),
+    Binding("c", "cancel_bench", "Stop", id="bench.stop",
+            tooltip="Stop the benchmark (asks; what it measured is saved, marked "
+                    "interrupted)"),
+    Binding("e", "export", "Export", id="bench.export",
+            tooltip="Export the results as Markdown to a file (says where)"),
+    Binding("escape,q", "close", "Back", id="bench.back",
+            tooltip="Back to the dashboard (a benchmark goes on; v comes back)"),
 ]
 
 SOURCE = [
-    Binding("slash", "search", "Search", tooltip="Search the package with a regular expression (run on the host)"),
-    Binding("g", "definition", "Definition", tooltip="Go to the definition of the name under the cursor"),
-    Binding("d", "ask_definition", "Go to name", tooltip="Type a class, function or --flag name and go to it"),
-    Binding("n", "next_hit(1)", "Next hit", tooltip="Jump to the next search hit"),
-    Binding("N", "next_hit(-1)", "Previous hit", show=False, tooltip="Jump to the previous search hit"),
-    Binding("a", "algorithms", "Algorithms", tooltip="The speculative algorithms and their worker modules"),
-    Binding("p", "flags", "Flags", tooltip="The profile's speculative-* flags, where they are defined"),
-    Binding("t", "focus_tree", "Tree", show=False, tooltip="Focus the file tree"),
-    Binding("v", "focus_view", "View", show=False, tooltip="Focus the file view"),
-    Binding("escape,q", "close", "Back", tooltip="Back to the dashboard"),
+    Binding("slash", "search", "Search", id="source.search",
+            tooltip="Search the package with a regular expression (run on the host)"),
+    Binding("g", "definition", "Definition", id="source.definition",
+            tooltip="Go to the definition of the name under the cursor"),
+    Binding("d", "ask_definition", "Go to name", id="source.go_to_name",
+            tooltip="Type a class, function or --flag name and go to it"),
+    Binding("n", "next_hit(1)", "Next hit", id="source.next_hit", tooltip="Jump to the next search hit"),
+    Binding("N", "next_hit(-1)", "Previous hit", id="source.previous_hit", show=False,
+            tooltip="Jump to the previous search hit"),
+    Binding("a", "algorithms", "Algorithms", id="source.algorithms",
+            tooltip="The speculative algorithms and their worker modules"),
+    Binding("p", "flags", "Flags", id="source.flags",
+            tooltip="The profile's speculative-* flags, where they are defined"),
+    Binding("t", "focus_tree", "Tree", id="source.tree", show=False, tooltip="Focus the file tree"),
+    Binding("v", "focus_view", "View", id="source.view", show=False, tooltip="Focus the file view"),
+    Binding("escape,q", "close", "Back", id="source.back", tooltip="Back to the dashboard"),
 ]
 
-PICKER = [Binding("escape", "cancel", "Cancel", tooltip="Close without choosing")]
+PICKER = [Binding("escape", "cancel", "Cancel", id="picker.cancel", tooltip="Close without choosing")]
 
-CLOSE = [Binding("escape,q,question_mark", "close", "Close", tooltip="Close this screen")]
+CLOSE = [Binding("escape,q,question_mark", "close", "Close", id="help.close", tooltip="Close this screen")]
 
 CONFIRM = [
-    Binding("y,enter", "confirm", "Yes", tooltip="Go ahead"),
-    Binding("n,escape", "cancel", "No", tooltip="Cancel"),
+    Binding("y,enter", "confirm", "Yes", id="confirm.yes", tooltip="Go ahead"),
+    Binding("n,escape", "cancel", "No", id="confirm.no", tooltip="Cancel"),
 ]
 
 PALETTE_KEY = "ctrl+p"
@@ -88,16 +121,106 @@ HELP_GROUPS = (("Dashboard", DASHBOARD), ("Log screen", LOGS), ("Benchmark scree
                ("Source screen", SOURCE))
 
 # Actions that make sense as palette commands (digits and movement do not).
-PALETTE_ACTIONS = ("switch", "stop", "restart", "logs", "filter", "source", "bench", "compare", "results", "probe",
+PALETTE_ACTIONS = ("switch", "stop", "adopt", "import_profile", "restart", "logs", "filter", "source", "bench", "compare", "results", "probe",
                    "traffic", "help", "quit_console")
 # A palette title where the footer's short label would not say enough.
 PALETTE_TITLES = {"probe": "Run verify-cost probe", "bench": "Benchmark the ready server",
+                  "adopt": "Adopt the highlighted server", "import_profile": "Import a profile from the server",
                   "compare": "Compare the marked profiles", "results": "Benchmark results"}
 
 
-def key_names(binding: Binding) -> list[str]:
-    return [k.strip() for k in binding.key.split(",") if k.strip()]
+def key_names(binding: Binding, keymap: dict[str, str] | None = None) -> list[str]:
+    """The keys that trigger ``binding``: the keymap's for its id when it has some, else the declared ones."""
+    keys = (keymap or {}).get(binding.id or "") or binding.key
+    return [k.strip() for k in keys.split(",") if k.strip()]
+
+
+def active_keymap(app) -> dict[str, str]:
+    """The keymap the app runs with (Textual keeps what ``App.set_keymap`` was given in ``App._keymap``)."""
+    return dict(getattr(app, "_keymap", None) or {})
+
+
+def key_display(app, binding: Binding) -> str:
+    """``binding``'s keys as the footer shows them, keymap applied: ``enter / s``."""
+    return " / ".join(app.get_key_display(Binding(k, binding.action, binding.description))
+                      for k in key_names(binding, active_keymap(app)))
 
 
 def palette_title(binding: Binding) -> str:
     return PALETTE_TITLES.get(binding.action.split("(")[0], binding.description)
+
+
+# --- the keymap of the settings file ---------------------------------------------------------------------------------
+# The screens whose keys share one keymap id space, each checked for two bindings on one key.
+KEYMAP_GROUPS = (DASHBOARD, LOGS, BENCH, SOURCE, PICKER, CLOSE, CONFIRM)
+_MODIFIERS = ("ctrl", "shift", "alt", "meta", "super", "hyper")
+# Named keys Textual reports: escape, enter, f1..f24, up, pageup, ... and printable characters by name
+# (question_mark, slash, space, ...), as textual.keys._character_to_key names them.
+_NAMED_KEYS = frozenset({k.value for k in Keys if "+" not in k.value and not k.value.startswith("<")}
+                        | {_character_to_key(chr(c)) for c in range(32, 127)})
+
+
+def binding_ids() -> dict[str, Binding]:
+    """Every binding of the console by id."""
+    return {b.id: b for group in KEYMAP_GROUPS for b in group}
+
+
+def is_key_name(name: str) -> bool:
+    """Whether Textual can report ``name``: ``x``, ``X``, ``?``, ``question_mark``, ``f5``, ``ctrl+shift+up``."""
+    *mods, base = name.split("+")
+    if not base or any(m not in _MODIFIERS for m in mods):
+        return False
+    if len(base) == 1:
+        return base.isprintable() and not base.isspace()
+    return base in _NAMED_KEYS
+
+
+def check_keymap(keymap: dict[str, str]) -> tuple[dict[str, str], list[tuple[str, str]]]:
+    """The usable part of a keymap, and ``(binding id, sentence)`` for each entry left out.
+
+    Left out: an unknown id, a key name Textual never reports, and a key that another binding of
+    the same screen keeps (after the whole keymap is applied, so swapping two keys is fine).
+    """
+    known = binding_ids()
+    usable: dict[str, str] = {}
+    problems: list[tuple[str, str]] = []
+    for bid, keys in keymap.items():
+        if bid not in known:
+            matches = close_matches(bid, known)
+            problems.append((bid, f"there is no key binding with the id '{bid}'" + did_you_mean(matches)
+                             + ("" if matches else "; docs/settings.md lists the ids")))
+            continue
+        bad = [k for k in keys.split(",") if not is_key_name(k.strip())]
+        if bad:
+            problems.append((bid, f"'{bad[0]}' is not a key name (use a character such as x or ?, or a name "
+                                  "such as enter, f5, ctrl+x); the binding keeps its keys"))
+            continue
+        usable[bid] = ",".join(_character_to_key(k.strip()) if len(k.strip()) == 1 else k.strip()
+                               for k in keys.split(","))
+    while True:
+        clash = _first_clash(usable)
+        if clash is None:
+            return usable, problems
+        bid, key, other = clash
+        del usable[bid]
+        problems.append((bid, f"the key {key} is already {other.id}'s on the same screen; give {bid} "
+                              f"another key, or {other.id} one too"))
+
+
+def _first_clash(keymap: dict[str, str]) -> tuple[str, str, Binding] | None:
+    """The first remapped binding whose key another binding of its screen also has, with that key and binding."""
+    for group in KEYMAP_GROUPS:
+        owner: dict[str, Binding] = {}
+        for b in group:
+            if b.id in keymap:
+                continue
+            for k in key_names(b):
+                owner.setdefault(_character_to_key(k) if len(k) == 1 else k, b)
+        for b in group:
+            if b.id not in keymap:
+                continue
+            for k in key_names(b, keymap):
+                if k in owner and owner[k] is not b:
+                    return b.id, k, owner[k]
+                owner[k] = b
+    return None

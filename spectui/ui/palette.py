@@ -1,4 +1,5 @@
-"""The command palette's profile commands: "Switch to PROFILE" and "Stop PROFILE" for each.
+"""The command palette's profile commands: "Switch to PROFILE" and "Stop PROFILE" for each, and "Stop
+ext-PORT" for each server spectui found running.
 
 The key commands (logs, help, quit, ...) come from ``SpectuiApp.get_system_commands``, built
 from the same key declarations as the footer and the help screen.
@@ -20,6 +21,9 @@ class ProfileCommands(Provider):
                         f"stop what holds its GPUs or port, start {name}, wait until ready ({state} now)"))
         for name, state in app.profile_states():
             out.append((f"Stop {name}", partial(app.request_stop, name), f"stop the {name} server ({state} now)"))
+        for name, state in app.found_states():
+            out.append((f"Stop {name}", partial(app.request_stop, name),
+                        f"stop {name}, which spectui did not start ({state} now; lists its processes first)"))
         return out
 
     async def discover(self) -> Hits:

@@ -19,6 +19,7 @@ from spectui.ui.draw import clean
 from spectui.ui.views import (
     BannerView,
     BreakEven,
+    FoundServer,
     GpuRow,
     GpuView,
     HeaderView,
@@ -35,6 +36,7 @@ from spectui.ui.views import (
 )
 
 LIVE = ("starting", "loading", "ready", "unresponsive", "stopping")
+FOUND_ORIGINS = ("external", "adopted")  # servers spectui found running (the agent's ``origin``)
 GPU_HISTORY = 60
 CHART_POINTS = 200
 LOG_TAIL = 300
@@ -60,9 +62,18 @@ def settings_text(settings: dict) -> str:
     return " · ".join(parts)
 
 
+def found_speculative(record: dict | None) -> dict:
+    """The speculative settings the agent read from a found server's argv (``{}`` for spectui's own)."""
+    spec = (record or {}).get("speculative")
+    return spec if isinstance(spec, dict) and (record or {}).get("origin") in FOUND_ORIGINS else {}
+
+
 def profile_algorithm(record: dict | None, profile: Profile | None, frame: ServerFrame | None) -> str | None:
     if frame is not None and frame.speculative:
         return frame.speculative.get("algorithm") or None
+    found = found_speculative(record)
+    if found or (record or {}).get("origin") in FOUND_ORIGINS:
+        return str(found["algorithm"]) if found.get("algorithm") else None
     if record and isinstance(record.get("profile"), dict):
         algo = (record["profile"].get("args") or {}).get("speculative-algorithm")
         if algo:
@@ -119,18 +130,45 @@ def banner_view(link: HostLink, activity: str | None = None) -> BannerView:
 
 
 # --- profiles ------------------------------------------------------------------------------------------------
+def found_servers(link: HostLink | None, profile_names: Sequence[str]) -> list[dict]:
+    """Servers spectui found running that no profile row shows (one adopted under a profile's name is that
+    profile's row), by port then name: the rows after the profiles."""
+    if link is None:
+        return []
+    names = set(profile_names)
+    found = [s for s in link.servers.values() if s.get("origin") in FOUND_ORIGINS and s.get("name") not in names]
+    found.sort(key=lambda s: (int(s.get("port") or 0) or 1 << 20, str(s.get("name"))))
+    return found
+
+
+def _loading_percent(rec: dict | None, state: str) -> float | None:
+    if rec and state == "loading" and isinstance(rec.get("progress"), dict):
+        return rec["progress"].get("percent")
+    return None
+
+
+def found_row(rec: dict) -> ProfileRow:
+    """A found server as a row of the profiles list: its ext name, what its argv says, its state."""
+    spec = found_speculative(rec)
+    state = rec.get("state") or "stopped"
+    who = " · ".join(x for x in (rec.get("origin"), rec.get("user") and f"user {rec['user']}") if x)
+    return ProfileRow(0, one_line(str(rec.get("name"))), one_line(str(spec["algorithm"])) if spec.get("algorithm")
+                      else None, one_line(settings_text(spec)), state, _loading_percent(rec, state), one_line(who),
+                      one_line(str(rec.get("model") or "")), False, str(rec.get("origin")))
+
+
 def profiles_view(link: HostLink | None, profiles: Sequence[Profile], highlight: int, errors: Sequence[str],
-                  switching: str | None, marked: Sequence[str] = (), baseline: str | None = None) -> ProfilesView:
+                  switching: str | None, marked: Sequence[str] = (), baseline: str | None = None,
+                  found: Sequence[dict] = ()) -> ProfilesView:
     rows = []
     servers = link.servers if link is not None else {}
     for i, p in enumerate(profiles):
         rec = servers.get(p.name)
         state = rec.get("state", "stopped") if rec else "stopped"
-        pct = None
-        if rec and state == "loading" and isinstance(rec.get("progress"), dict):
-            pct = rec["progress"].get("percent")
-        rows.append(ProfileRow(i + 1, p.name, p.algorithm, settings_text(p.speculative_settings()), state, pct,
-                               one_line(p.description), one_line(p.model), p.name in marked))
+        rows.append(ProfileRow(i + 1, p.name, p.algorithm, settings_text(p.speculative_settings()), state,
+                               _loading_percent(rec, state), one_line(p.description), one_line(p.model),
+                               p.name in marked))
+    rows += [found_row(rec) for rec in found]
     return ProfilesView(tuple(rows), highlight, switching, tuple(errors), tuple(marked),
                         baseline if marked else None)
 
@@ -228,8 +266,35 @@ def server_view(link: HostLink, name: str | None, profile: Profile | None, *, sw
     return ServerView(
         name, state, rec.get("pid"), rec.get("port"), tuple(rec.get("gpus") or ()), uptime,
         None if load_s is None else round(float(load_s), 1), progress, rec.get("reason"), tail, stages, target,
-        total, done, algo, stale,
+        total, done, algo, stale, found=found_view(rec),
     )
+
+
+def _sentence(d: object) -> str | None:
+    text = d.get("text") if isinstance(d, dict) else None
+    return one_line(str(text)) if text else None
+
+
+def unreadable_log(rec: dict | None) -> str | None:
+    """For a found server whose output spectui cannot read: the host's sentence saying where it goes."""
+    log = (rec or {}).get("log_source")
+    if (rec or {}).get("origin") in FOUND_ORIGINS and isinstance(log, dict) and log.get("readable") is False:
+        return one_line(str(log.get("text") or "spectui cannot read its log"))
+    return None
+
+
+def found_view(rec: dict) -> FoundServer | None:
+    """Who runs a found server, how it was started, where its log is, and what spectui may do with it."""
+    origin = rec.get("origin")
+    if origin not in FOUND_ORIGINS:
+        return None
+    log = rec.get("log_source")
+    readable = bool(log.get("readable", True)) if isinstance(log, dict) else rec.get("log_path") is not None
+    note = rec.get("metrics_note")
+    why = rec.get("why_not") if rec.get("can_signal") is False else None
+    return FoundServer(str(origin), one_line(str(rec["user"])) if rec.get("user") else None,
+                       _sentence(rec.get("started_by")), _sentence(log), readable,
+                       one_line(str(note)) if note else None, one_line(str(why)) if why else None)
 
 
 # --- speculative and throughput ------------------------------------------------------------------------------------
@@ -239,10 +304,11 @@ def _frame_stale(link: HostLink, frame: ServerFrame) -> bool:
     return time.time() - frame.received_at > max(5.0, 4 * link.server_interval_s)
 
 
-def _scale_max(frame: ServerFrame | None, profile: Profile | None) -> float | None:
+def _scale_max(frame: ServerFrame | None, profile: Profile | None, record: dict | None = None) -> float | None:
     spec = dict(frame.speculative) if frame is not None and frame.speculative else {}
-    if profile is not None:
-        for k, v in profile.speculative_settings().items():
+    fallback = profile.speculative_settings() if profile is not None else found_speculative(record)
+    for k, v in fallback.items():
+        if v is not None:
             spec.setdefault(k, v)
     algo = (spec.get("algorithm") or "").upper()
     try:
@@ -330,7 +396,7 @@ def spec_view(link: HostLink, name: str | None, profile: Profile | None, breakev
     frame = series.latest if series is not None else None
     algo = profile_algorithm(rec, profile, frame)
     settings = settings_text(frame.speculative if frame is not None and frame.speculative else
-                             (profile.speculative_settings() if profile is not None else {}))
+                             (profile.speculative_settings() if profile is not None else found_speculative(rec)))
     if frame is None:
         state = (rec or {}).get("state", "stopped")
         msg = "no data: waiting for server telemetry" if state == "ready" else f"no data ({name} is {state})"
@@ -341,7 +407,7 @@ def spec_view(link: HostLink, name: str | None, profile: Profile | None, breakev
         return SpecView(name, None, "", message="no speculative decoding: accept length is 1 by definition",
                         breakeven=None, stale=stale)
     pts = clean(series.accept_length.values(CHART_POINTS))
-    hi = _scale_max(frame, profile)
+    hi = _scale_max(frame, profile, rec)
     seen = [v for v in pts if v is not None]
     if seen:
         hi = max(hi or 0.0, max(seen))

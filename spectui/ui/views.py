@@ -75,6 +75,7 @@ class ProfileRow:
     description: str = ""
     model: str = ""
     marked: bool = False           # marked (space) for a comparison (B)
+    origin: str | None = None      # None: a profile; "external" | "adopted": a server spectui did not start
 
 
 @dataclass(frozen=True)
@@ -135,6 +136,20 @@ class ServerView:
     algorithm: str | None = None
     stale: bool = False
     hint: str | None = None
+    found: FoundServer | None = None  # a server spectui did not start: who, how, where its log is
+
+
+@dataclass(frozen=True)
+class FoundServer:
+    """What the server panel says about a server spectui found running (origin external or adopted)."""
+
+    origin: str                    # external | adopted
+    user: str | None = None
+    started_by: str | None = None  # "tmux pane %3 (session work, window 0)", "systemd unit sglang.service", ...
+    log_source: str | None = None  # "following /root/server.log", or why its log cannot be read
+    log_readable: bool = True
+    metrics_note: str | None = None  # why there are no /metrics figures
+    why_not: str | None = None     # why spectui may not signal it
 
 
 @dataclass(frozen=True)

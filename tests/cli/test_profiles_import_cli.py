@@ -5,6 +5,7 @@ from __future__ import annotations
 import io
 import json
 import stat
+import sys
 from pathlib import Path
 
 import pytest
@@ -116,3 +117,73 @@ def test_demo_host_resolves_with_the_simulated_servers_parser(capsys, monkeypatc
     out, err = capsys.readouterr()
     assert "speculative-algorithm: EAGLE3" in out and "tp-size: 2" in out
     assert "note: flags checked against the simulated SGLang" in err
+
+
+# -- --from-running: the command of a server running on the host ------------------------------
+
+
+def _sim_args(argv):
+    """A simulated server's argv read by its own parser (everything after ``-m spectui.sim.server``)."""
+    from spectui.sim.server.cli import build_parser
+
+    return vars(build_parser().parse_args(argv[3:]))
+
+
+def test_from_running_writes_the_profile_that_reproduces_it(capsys, tmp_path, state_dir):
+    from spectui.core.profiles import build_argv
+    from tests.cli.hand_started import hand_started_server
+
+    demo = ["--demo", "--state-dir", str(state_dir)]
+    target = tmp_path / "handmade.yaml"
+    with hand_started_server(state_dir, tmp_path, extra=("--max-running-req", "16")) as server:
+        assert main(["profiles", "import", "--from-running", server.name, *demo, "-o", str(target)]) == 0
+        err = capsys.readouterr().err
+        assert f"wrote profile handmade to {target}" in err
+        assert "note: --max-running-req is short for --max-running-requests" in err
+        assert target.read_text().startswith(f"# Imported by 'spectui profiles import' from the running server "
+                                             f"{server.name} on ")
+        profile = load_profile(target, layers=[])
+        assert profile.port == server.port and profile.metrics is True
+        assert profile.args["max-running-requests"] == 16 and profile.sim == {"load-time": 0.3}
+        rebuilt = build_argv(profile, simulated=True, python=sys.executable)
+        assert _sim_args(rebuilt) == _sim_args(server.argv)
+
+        # by the leader's pid, to stdout
+        assert main(["profiles", "import", "--from-running", str(server.pid), *demo, "--name", "bypid"]) == 0
+        out = capsys.readouterr().out
+        assert "name: bypid\n" in out and f"port: {server.port}\n" in out
+
+
+@pytest.mark.parametrize("words, message", [
+    (["--from-running", "ext-1", "--demo"], "no server named ext-1, and none whose leader pid is ext-1"),
+    (["--from-running", "ext-1"], "--from-running needs the host the server runs on"),
+    (["--from-running", "ext-1", "--demo", "python3 -m sglang.launch_server --model-path m"],
+     "either a launch command or --from-running"),
+])
+def test_from_running_errors_are_one_line(capsys, state_dir, words, message):
+    assert main(["profiles", "import", *words, "--state-dir", str(state_dir)]) == 1
+    err = capsys.readouterr().err
+    assert err.startswith("spectui: ") and message in err
+    assert err.count("\n") == 1
+
+
+def test_running_server_without_metrics_gets_them_and_a_note():
+    from spectui.core.profiles import parse_help_flags
+    from spectui.core.profiles.importer import import_running_server
+
+    flags = parse_help_flags(HELP.read_text(encoding="utf-8"))
+    view = {"name": "ext-30000", "gpus": [4, 5], "env_keys": ["CUDA_VISIBLE_DEVICES", "HF_TOKEN"],
+            "argv": ["/opt/venv/bin/python3", "/opt/venv/bin/sglang", "serve", "Qwen/Qwen3-8B", "--tp", "2",
+                     "--api-key", "sk-live-123"]}
+    imported = import_running_server(view, flagset=flags, flag_source="SGLang 0.5.23 on gpu1", where="gpu1")
+    data = imported.data
+    assert data["model"] == "Qwen/Qwen3-8B" and data["python"] == "/opt/venv/bin/python3"
+    assert data["args"] == {"tp-size": 2, "api-key": "${SGLANG_API_KEY}"}
+    assert data["gpus"] == [4, 5] and data["metrics"] is True and data["port"] == 30000
+    assert "sk-live-123" not in imported.to_yaml()
+    notes = "\n".join(imported.notes)
+    assert "it runs without --enable-metrics (its /metrics is off); the profile adds it (metrics: true)" in notes
+    assert "spectui adds --enable-metrics" not in notes
+    assert "it was started with HF_TOKEN set" in notes
+    assert imported.to_yaml().startswith("# Imported by 'spectui profiles import' from the running server "
+                                         "ext-30000 on gpu1.")

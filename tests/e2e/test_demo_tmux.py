@@ -5,11 +5,14 @@ import os
 import re
 import shlex
 import shutil
+import signal
+import socket
 import subprocess
+import sys
 import time
 
 import pytest
-from tests.support.procs import pid_alive
+from tests.support.procs import group_pids, pid_alive
 
 SPECTUI = shutil.which("spectui")
 TMUX = shutil.which("tmux")
@@ -192,4 +195,69 @@ def test_demo_tells_the_story_live_on_screen(tmp_path):
             time.sleep(0.3)
     finally:
         tmux.kill()
+        kill_leftovers(state)
+
+
+DEMO_PORT = 30000  # the shipped kimi profiles' port
+
+
+def port_free(port: int) -> bool:
+    """Whether a server could listen on ``port`` now (as servers do, connections in TIME_WAIT do not count)."""
+    with socket.socket() as s:
+        s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        try:
+            s.bind(("127.0.0.1", port))
+        except OSError:
+            return False
+        return True
+
+
+@pytest.mark.timeout(300)
+def test_demo_shows_a_server_started_by_hand_as_external_and_a_switch_onto_its_port_stops_it(tmp_path):
+    """A simulated server already holds port 30000 and GPUs 0-7 when the demo starts (started by hand, its
+    output in a file): the screen shows it as external with an accept length; switching to kimi-baseline
+    (port 30000) names it in the confirmation and stops it."""
+
+    assert SPECTUI and TMUX, "needs the installed spectui and tmux (.ci/run installs tmux)"
+    assert port_free(DEMO_PORT), (f"port {DEMO_PORT} is in use on this machine; this test needs it free (the demo's "
+                                  "kimi profiles use it): stop what listens there and run it again")
+    state, cmd = demo_command(tmp_path)
+    state.mkdir(parents=True)
+    argv = [sys.executable, "-m", "spectui.sim.server", "--model-path", "moonshotai/Kimi-K2.5", "--port",
+            str(DEMO_PORT), "--tp-size", "8", "--enable-metrics", "--sim-hardware", "pcie-8gpu", "--sim-load-time",
+            "1", "--speculative-algorithm", "EAGLE3", "--speculative-draft-model-path",
+            "lightseekorg/kimi-k2.5-eagle3", "--speculative-num-steps", "3", "--speculative-eagle-topk", "1",
+            "--speculative-num-draft-tokens", "4"]
+    env = dict(os.environ, SPECTUI_STATE_DIR=str(state))
+    env.pop("CUDA_VISIBLE_DEVICES", None)
+    with open(tmp_path / "server.log", "ab") as out:
+        server = subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=out, stderr=subprocess.STDOUT, env=env,
+                                  start_new_session=True)
+    tmux = Tmux()
+    try:
+        tmux.start(cmd)
+        name = f"ext-{DEMO_PORT}"
+        screen = tmux.wait(lambda t: "connected" in t and "● ready" in row(t, name) and ACCEPT.search(t), 90,
+                           f"{name} ready with an accept length")
+        assert "external" in row(screen, name) and "EAGLE3" in row(screen, name)
+        assert f"Server · {name}" in screen and "spectui did not start it" in screen
+        assert 1.0 <= float(ACCEPT.search(screen).group(1)) <= 4.0  # EAGLE3, 3 steps: at most 4 per step
+        tmux.keys("1")  # kimi-baseline: port 30000 and GPUs 0-7, both held by the hand-started server
+        screen = tmux.wait(lambda t: "Switch to kimi-baseline?" in t, 20, "the confirmation")
+        assert f"{name} will be stopped" in screen and f"pid {server.pid}" in screen, screen
+        tmux.keys("y")
+        screen = tmux.wait(lambda t: "● ready" in row(t, "kimi-baseline"), 120, "kimi-baseline ready")
+        assert server.wait(timeout=30) is not None and group_pids(server.pid) == []
+        tmux.keys("q")
+        deadline = time.monotonic() + 60
+        while not tmux.dead() and time.monotonic() < deadline:
+            time.sleep(0.3)
+        assert "stopped the simulated servers (kimi-baseline)" in tmux.screen(history=200)
+    finally:
+        tmux.kill()
+        try:
+            os.killpg(server.pid, signal.SIGKILL)
+        except ProcessLookupError:
+            pass
+        server.wait(timeout=10)
         kill_leftovers(state)

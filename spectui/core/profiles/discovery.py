@@ -5,7 +5,8 @@ Two layers, later overriding earlier by profile name:
 1. shipped profiles: the folders in ``$SPECTUI_PROFILES_PATH`` (``os.pathsep``-separated) when it
    is set, otherwise the ``profiles/`` folder shipped with spectui (next to the package in a source
    checkout, or under ``<prefix>/share/spectui/profiles`` when installed as data files);
-2. the user's profiles: ``platformdirs.user_config_dir("spectui")/profiles/``.
+2. the user's profiles: ``profiles/`` in the config folder (``spectui.core.paths.user_config_dir``:
+   ``SPECTUI_CONFIG_DIR``, else ``$XDG_CONFIG_HOME/spectui``, else ``~/.config/spectui`` on Linux).
 """
 
 from __future__ import annotations
@@ -15,9 +16,8 @@ import sys
 from dataclasses import dataclass
 from pathlib import Path
 
-import platformdirs
-
 import spectui
+from spectui.core.paths import user_config_dir
 
 PROFILES_PATH_ENV = "SPECTUI_PROFILES_PATH"
 PROFILE_SUFFIXES = (".yaml", ".yml")
@@ -56,7 +56,7 @@ def shipped_profile_dirs() -> list[Path]:
 
 def user_profile_dir() -> Path:
     """The user's own profiles folder (may not exist)."""
-    return Path(platformdirs.user_config_dir("spectui")) / "profiles"
+    return user_config_dir() / "profiles"
 
 
 def default_layers() -> list[ProfileLayer]:

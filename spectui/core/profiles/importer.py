@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import os
 import re
+import shlex
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -57,6 +58,8 @@ class ImportedProfile:
 
     data: dict[str, Any]
     notes: list[str] = field(default_factory=list)
+    #: What it was made from, for the file's header.
+    source: str = "a launch command"
 
     @property
     def name(self) -> str:
@@ -64,7 +67,7 @@ class ImportedProfile:
 
     def to_yaml(self) -> str:
         """The profile file: a comment header with the notes, then the fields."""
-        lines = ["# Imported by 'spectui profiles import' from a launch command."]
+        lines = [f"# Imported by 'spectui profiles import' from {self.source}."]
         for note in self.notes:
             lines.append("# - " + note.replace("\n", " "))
         body = yaml.safe_dump(self.data, sort_keys=False, default_flow_style=False, allow_unicode=True,
@@ -347,3 +350,73 @@ def import_launch_command(text: str, *, flagset: FlagSet | None = None, flag_sou
     """
     launch = read_launch_command(text)
     return _Builder(launch, flagset, flag_source).build(name)
+
+
+# -- a running server ----------------------------------------------------------------------------
+
+#: The simulated host's launcher module: its servers take SGLang's flags plus ``--sim-*`` knobs.
+SIM_MODULE = "spectui.sim.server"
+SIM_FLAG_PREFIX = "sim-"
+METRICS_ON_NOTE = "spectui adds --enable-metrics (its panels read /metrics); set 'metrics: false' to leave it out"
+
+
+def _launch_words(argv: list[str]) -> tuple[list[str], bool, str | None]:
+    """``(words the launch reader understands, simulated, interpreter)`` for a server's argv.
+
+    The simulated server (``python -m spectui.sim.server``) is read as ``python -m sglang.launch_server``;
+    the ``sglang serve`` console script runs as ``PYTHON /path/bin/sglang serve ...`` in /proc
+    (sglang 0.5.23 wheel, sglang/cli/main.py), read as ``sglang serve ...`` with PYTHON kept."""
+    words = [str(w) for w in argv]
+    if len(words) >= 3 and words[1] == "-m" and words[2] == SIM_MODULE:
+        return [words[0], "-m", "sglang.launch_server", *words[3:]], True, None
+    if (len(words) >= 3 and os.path.basename(words[1]) == "sglang" and words[2] == "serve"
+            and os.path.basename(words[0]).startswith("python")):
+        return words[1:], False, words[0]
+    return words, False, None
+
+
+def import_running_server(view: dict[str, Any], *, flagset: FlagSet | None = None, flag_source: str | None = None,
+                          name: str | None = None, where: str | None = None) -> ImportedProfile:
+    """The profile that starts the server ``view`` (a ``servers.list`` entry) the way it runs now.
+
+    Its argv is read like a pasted launch command; the GPUs it holds become ``gpus``; a simulated
+    server's ``--sim-*`` knobs go under ``sim``. When it runs without ``--enable-metrics`` (its
+    ``/metrics`` is off) the profile says ``metrics: true`` and a note says so. ``where`` names the
+    host, for the header. Raises ``LaunchCommandError`` when the argv holds no SGLang launch."""
+    argv = view.get("argv") or []
+    words, simulated, serve_python = _launch_words(argv)
+    if not words:
+        raise LaunchCommandError(f"the host gave no command line for {view.get('name')}; it cannot be imported")
+    launch = read_launch_command(shlex.join(words))
+    builder = _Builder(launch, flagset, flag_source)
+    imported = builder.build(name)
+    data = imported.data
+    notes = [n for n in imported.notes if n != METRICS_ON_NOTE]
+    if simulated:
+        data.pop("python", None)
+        sim = {k[len(SIM_FLAG_PREFIX):]: v for k, v in data.get("args", {}).items() if k.startswith(SIM_FLAG_PREFIX)}
+        if sim:
+            data["args"] = {k: v for k, v in data["args"].items() if not k.startswith(SIM_FLAG_PREFIX)}
+            if not data["args"]:
+                del data["args"]
+            data["sim"] = sim
+    elif serve_python and serve_python not in _PLAIN_INTERPRETERS:
+        data["python"] = serve_python
+    gpus = view.get("gpus")
+    if gpus and "gpus" not in data:
+        data["gpus"] = [int(g) if str(g).isdigit() else g for g in gpus]
+        notes.append(f"gpus {','.join(map(str, gpus))} are the GPUs it holds now")
+    data["metrics"] = True
+    if not builder.metrics_given:
+        notes.append("it runs without --enable-metrics (its /metrics is off); the profile adds it "
+                     "(metrics: true), so a server started from it feeds spectui's panels")
+    env_keys = [k for k in view.get("env_keys") or [] if k != "CUDA_VISIBLE_DEVICES"]
+    if env_keys:
+        notes.append(f"it was started with {', '.join(env_keys)} set; their values stay on the host: add the "
+                     "ones it needs under 'env'")
+    data["description"] = data["description"].replace("(imported from a launch command)",
+                                                      "(imported from a running server)")
+    order = ("name", "description", "model", "python", "host", "port", "gpus", "env", "args", "sim", "metrics", "tags")
+    data = {k: data[k] for k in order if k in data} | {k: v for k, v in data.items() if k not in order}
+    source = f"the running server {view.get('name')}" + (f" on {where}" if where else "")
+    return ImportedProfile(data=data, notes=list(dict.fromkeys(notes)), source=source)

@@ -119,7 +119,13 @@ class Api:
         return HttpResponse(503, b"")
 
     # -- info --------------------------------------------------------------------------------------------
+    # A real server's HTTP listener starts only once its schedulers have loaded the model
+    # (sglang 0.5.23 wheel, sglang/srt/entrypoints/http_server.py:3125-3160: launch_server calls
+    # Engine._launch_subprocesses, which waits for the schedulers, before uvicorn runs), so nothing
+    # answers /server_info while weights load: here 503 until the scheduler exists.
     async def server_info(self, req: HttpRequest) -> HttpResponse:
+        if self.s.scheduler is None:
+            return HttpResponse(503, b"")
         return HttpResponse.json(self.s.server_info())
 
     async def model_info(self, req: HttpRequest) -> HttpResponse:

@@ -70,6 +70,8 @@ class DashboardScreen(Screen):
     def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
         if action == "traffic":
             return bool(getattr(self.app, "traffic_available", False))
+        if action in ("adopt", "import_profile"):  # offered while a server spectui did not start is highlighted
+            return self.app.found_action_possible(action)
         return True
 
     def action_move(self, step: int) -> None:
@@ -85,6 +87,12 @@ class DashboardScreen(Screen):
 
     def action_stop(self) -> None:
         self.app.request_stop()
+
+    def action_adopt(self) -> None:
+        self.app.request_adopt()
+
+    def action_import_profile(self) -> None:
+        self.app.request_import()
 
     def action_restart(self) -> None:
         self.app.request_restart()

@@ -13,28 +13,22 @@ from textual.widgets import Footer, Static
 from spectui.ui import keys
 
 
-def key_display(app, binding: Binding) -> str:
-    names = keys.key_names(binding)
-    shown = []
-    for name in names:
-        b = Binding(name, binding.action, binding.description)
-        shown.append(app.get_key_display(b))
-    return " / ".join(shown)
-
-
 def help_table(app) -> Table:
     table = Table.grid(padding=(0, 2))
     table.add_column(justify="right", style="bold")
     table.add_column()
+    keymap = keys.active_keymap(app)
     for group, bindings in keys.HELP_GROUPS:
         table.add_row(Text(group, style="bold underline"), "")
         digits = [b for b in bindings if b.key in keys.DIGITS]
+        if any(b.id in keymap for b in digits):
+            digits = []  # a digit remapped by the keymap: each gets its own row
         for b in bindings:
             if b in digits:
                 if b is digits[0]:
                     table.add_row(f"{digits[0].key}-{digits[-1].key}", "Select profile N and switch to it")
                 continue
-            table.add_row(key_display(app, b), b.tooltip or b.description)
+            table.add_row(keys.key_display(app, b), b.tooltip or b.description)
         table.add_row("", "")
     table.add_row(Text("Anywhere", style="bold underline"), "")
     table.add_row(app.get_key_display(Binding(keys.PALETTE_KEY, "command_palette", "")), keys.PALETTE_HELP)

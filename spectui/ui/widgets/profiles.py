@@ -1,4 +1,5 @@
-"""The profiles list: number, name, algorithm, key speculative settings and a state badge."""
+"""The profiles list: number, name, algorithm, key speculative settings and a state badge; after the
+profiles, the servers spectui found running (marked external or adopted, named ``ext-PORT``)."""
 
 from __future__ import annotations
 
@@ -13,6 +14,11 @@ BADGES = {
     "stopped": ("○", "dim"), "starting": ("◌", "info"), "loading": ("◐", "info"), "ready": ("●", "ok"),
     "failed": ("✗", "bad"), "crashed": ("✗", "bad"), "unresponsive": ("!", "warn"), "stopping": ("◌", "warn"),
 }
+
+
+def label(row: ProfileRow) -> str:
+    """The name column: a profile's name; a found server's name and origin (``ext-30000 external``)."""
+    return f"{row.name} {row.origin}" if row.origin else row.name
 
 
 def badge(row: ProfileRow, st: Styles) -> Row:
@@ -36,18 +42,20 @@ class ProfilesList(LinePanel):
             return rows
         marking = bool(view.compare)  # a column for the marks (space) once a profile is marked
         mark_w = 2 if marking else 0
-        name_w = min(max(len(r.name) for r in view.rows), max(8, width - 24 - mark_w))
+        name_w = min(max(len(label(r)) for r in view.rows), max(8, width - 24 - mark_w))
         settings_w = width - (2 + mark_w + name_w + 1 + 8 + 14)
         wide = settings_w >= 12
         out = []
         for i, r in enumerate(view.rows):
             hl = i == view.highlight
             row = Row()
-            row.add(f"{r.number if r.number <= 9 else ' '} ", st.dim if not hl else st.highlight)
+            row.add(f"{r.number if 0 < r.number <= 9 else ' '} ", st.dim if not hl else st.highlight)
             if marking:
                 row.add("✓ " if r.marked else "  ", st.highlight if hl else st.accent)
-            name = r.name if len(r.name) <= name_w else r.name[: name_w - 1] + "…"
-            row.add(name.ljust(name_w) + " ", st.highlight if hl else st.bold)
+            name = label(r) if len(label(r)) <= name_w else label(r)[: name_w - 1] + "…"
+            row.add(name[: len(r.name)], st.highlight if hl else st.bold)
+            row.add(name[len(r.name):].ljust(name_w - min(len(name), len(r.name))) + " ",
+                    st.highlight if hl else st.warn)
             algo = (r.algorithm or "none")[:7].ljust(7)
             row.add(algo + " ", st.highlight if hl else (st.accent if r.algorithm else st.dim))
             if wide:
@@ -71,8 +79,9 @@ class ProfilesList(LinePanel):
             r = view.rows[view.highlight]
             out.append(Row("─" * width, st.dim))
             out.append(Row(r.model, st.text))
-            if r.settings:
-                out.append(Row(f"{r.algorithm or 'no speculation'} · {r.settings}", st.accent))
+            if r.settings or (r.origin and r.algorithm):
+                out.append(Row(f"{r.algorithm or 'no speculation'}" + (f" · {r.settings}" if r.settings else ""),
+                               st.accent))
             if r.description:
                 out.append(Row(r.description[: width], st.dim))
         return out

@@ -1,5 +1,7 @@
 """The server panel: state, profile, pid, port, uptime; loading progress with shard counts;
-the stages of a switch with their times; the reason and log tail of a failure."""
+the stages of a switch with their times; the reason and log tail of a failure. For a server
+spectui found running: its origin, user, how it was started, where its log comes from, and
+why its metrics or a stop are not available."""
 
 from __future__ import annotations
 
@@ -7,7 +9,7 @@ import textwrap
 
 from spectui.ui.derive import log_level
 from spectui.ui.draw import Row, Styles, duration, hbar
-from spectui.ui.views import ServerView
+from spectui.ui.views import FoundServer, ServerView
 from spectui.ui.widgets.base import LinePanel
 from spectui.ui.widgets.profiles import BADGES
 
@@ -55,6 +57,8 @@ class ServerPanel(LinePanel):
                 if total:
                     r.add(f" {done}/{total} shards", st.dim)
                 rows.append(r)
+            if view.found is not None:
+                rows.extend(self._found(view.found, width, st))
         if view.stages:
             rows.append(Row(f"switch to {view.switch_target}", st.bold))
             for s in view.stages:
@@ -70,6 +74,22 @@ class ServerPanel(LinePanel):
             for line in view.log_tail:
                 lvl = log_level(line)
                 rows.append(Row(line[: width], st.bad if lvl == "error" else st.warn if lvl == "warning" else st.dim))
+        return rows
+
+    def _found(self, f: FoundServer, width: int, st: Styles) -> list[Row]:
+        room = max(10, width)
+        head = Row(f.origin, st.warn).add(": spectui did not start it" if f.origin == "external" else
+                                          ": found running, now spectui's", st.dim)
+        rows = [head]
+        if f.user:
+            rows.append(Row("user ", st.dim).add(f.user, st.text))
+        notes = [("started by ", f.started_by, st.text), ("log: ", f.log_source, st.dim if f.log_readable else st.warn),
+                 ("", f.metrics_note, st.warn), ("", f.why_not, st.warn)]
+        for label, text, style in notes:
+            if text:
+                lines = textwrap.wrap(text, max(6, room - len(label)))[:3]
+                rows += [Row(label if i == 0 else " " * len(label), st.dim).add(line, style)
+                         for i, line in enumerate(lines)]
         return rows
 
     def _stage(self, s, width: int, st: Styles) -> Row:
