@@ -30,7 +30,7 @@ from spectui.core.errors import (
 from spectui.core.flagcheck import check_on_host
 from spectui.core.live import HostLink, LinkState
 from spectui.core.profiles import Profile, ProfileLibrary, load_profiles
-from spectui.core.servers import is_external, launch_command, profile_gpus
+from spectui.core.servers import is_external, launch_command
 from spectui.core.session import HostTarget
 from spectui.core.settings import Settings
 from spectui.core.textsafe import visible_text
@@ -384,17 +384,6 @@ class SpectuiApp(BenchActions, ProbeActions, SourceActions, FoundServerActions, 
         return link
 
     # --- switch ------------------------------------------------------------------------------------------------------------------
-    def servers_in_the_way(self, profile: Profile) -> list[dict]:
-        """Live servers a switch to ``profile`` stops: the same name, its port, or GPUs it needs."""
-        gpus = set(profile_gpus(profile))
-        out = []
-        for s in self.link.servers.values():
-            if s.get("state") not in LIVE:
-                continue
-            if s["name"] == profile.name or int(s.get("port") or 0) == profile.port or gpus & set(s.get("gpus") or []):
-                out.append(s)
-        return out
-
     def request_switch(self, name: str) -> None:
         link = self._ready_link()
         if link is None:
@@ -416,23 +405,7 @@ class SpectuiApp(BenchActions, ProbeActions, SourceActions, FoundServerActions, 
         except SpectuiError as exc:
             self.notify(str(exc), severity="error")
             return
-        in_way = self.servers_in_the_way(profile)
-        if not in_way:
-            self._switch(profile, [])
-            return
-        if any(is_external(s) for s in in_way):  # the host says what it would stop, by pid and start time
-            self._plan_switch_then_confirm(profile, command, in_way)
-            return
-        names = [s["name"] for s in in_way]
-        lines = [f"This stops {s['name']} ({s['state']}, pid {s.get('pid')}, port {s.get('port')}) and waits until "
-                 f"its GPU memory is free." for s in in_way]
-        lines.append(f"Then it starts {name} and waits until it is ready.")
-
-        def answered(yes: bool | None) -> None:
-            if yes:
-                self._switch(profile, names)
-
-        self.push_screen(ConfirmScreen(f"Switch to {name}?", lines, command, yes="Switch"), answered)
+        self._plan_switch_then_confirm(profile, command)
 
     @work(group="action", exit_on_error=False)
     async def _switch(self, profile: Profile, stopping: list[str], stop_external: list[list[int]] | None = None) -> None:

@@ -72,6 +72,10 @@ async def test_digit_switch_asks_first_shows_the_command_and_cancel_keeps_the_se
         assert confirm.query_one("#confirm-command").render().plain == expected
         assert "--speculative-algorithm EAGLE3" in expected
         assert any("stops alpha" in line for line in confirm.lines)
+        # the list is the host's own dry run of the switch: the servers it stops, with what each holds
+        plan = await app.link.control().plan_switch(app.library.get("beta"))
+        assert [s["name"] for s in plan["stops"]] == ["alpha"]
+        assert any(f"holds {plan['stops'][0]['holds']}" in line for line in confirm.lines), confirm.lines
         await pilot.press("n")
         await wait_for(pilot, lambda: app.screen is app.dashboard, 5, "the dashboard")
         await pilot.pause(1.0)

@@ -189,15 +189,17 @@ class FoundServerActions:
         self.notify(f"Wrote profile {name} to {path}." + (f" Note: {notes[0]}" if notes else ""), timeout=20)
         self.refresh_now()
 
-    # --- switching onto a found server's port or GPUs ---------------------------------------------------------
+    # --- switching: what the host's dry run says it will stop -------------------------------------------------
     @work(group="action", exit_on_error=False)
-    async def _plan_switch_then_confirm(self, profile: Profile, command: str, in_way: list[dict]) -> None:
+    async def _plan_switch_then_confirm(self, profile: Profile, command: str) -> None:
+        """Ask the host what a switch to ``profile`` stops (``server.plan_switch``, the rule ``switch`` itself
+        follows), then switch at once when it stops nothing, or confirm exactly that list first."""
         try:
             plan = await self.link.control().plan_switch(profile)
         except (SpectuiError, OSError) as exc:
             self.notify(str(exc), severity="error", timeout=15)
             return
-        stops = [s for s in plan.get("stops") or [] if s.get("origin") == "external"]
+        stops = plan.get("stops") or []
         refused = [s for s in stops if not s.get("allowed", True)]
         if refused:
             s = refused[0]
@@ -207,16 +209,23 @@ class FoundServerActions:
         if plan.get("refusals"):
             self.notify(f"{profile.name} was not started: {plan['refusals'][0]}", severity="error", timeout=20)
             return
-        own = [s for s in in_way if not is_external(s)]
-        lines = [f"This stops {s['name']} ({s['state']}, pid {s.get('pid')}, port {s.get('port')}) and waits until "
-                 f"its GPU memory is free." for s in own]
+        if not stops:
+            self._switch(profile, [])
+            return
+        lines = []
         for s in stops:
-            lines.append(f"{s.get('name')} will be stopped (spectui did not start it; SIGTERM, then SIGKILL after "
-                         f"{STOP_GRACE_S:g} s, each process checked by pid and start time):")
-            lines += holder_lines([s])
+            if s.get("origin") == "external":
+                lines.append(f"{s.get('name')} will be stopped (spectui did not start it; SIGTERM, then SIGKILL "
+                             f"after {STOP_GRACE_S:g} s, each process checked by pid and start time):")
+                lines += holder_lines([s])
+            else:
+                state = (self.link.servers.get(str(s.get("name"))) or {}).get("state") or "running"
+                lines.append(f"This stops {s.get('name')} ({state}, pid {s.get('pid')}, holds {s.get('holds')}) "
+                             f"and waits until its GPU memory is free.")
         lines.append(f"Then it starts {profile.name} and waits until it is ready.")
-        stop_external = [pt for s in stops for pt in confirmed_processes(s)]
-        names = [s["name"] for s in own] + [str(s.get("name")) for s in stops]
+        external = [s for s in stops if s.get("origin") == "external"]
+        stop_external = [pt for s in external for pt in confirmed_processes(s)] or None
+        names = [str(s.get("name")) for s in stops]
 
         def answered(yes: bool | None) -> None:
             if yes:
