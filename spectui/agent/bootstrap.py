@@ -1,7 +1,8 @@
 """How agent code runs on a host from memory: the payload loader, and detached runs.
 
-The client builds a payload (this loader + every agent module's source) and sends it on the
-SSH channel's stdin; the host's Python runs it with a short ``-c`` bootstrap. The agent uses
+The client builds a payload (this loader + every agent module's source, those of
+subpackages under dotted names) and sends it on the SSH channel's stdin; the host's
+Python runs it with a short ``-c`` bootstrap. The agent uses
 the same loader to start a detached helper process of its own (e.g. a benchmark runner that
 must outlive the connection): the payload goes to the new process's stdin, nothing is
 written to disk.
@@ -31,17 +32,21 @@ _pkg.__bundle_hash__ = _h.hexdigest()
 _pkg.__bundle_sources__ = SOURCES
 sys.modules[PKG] = _pkg
 
+_PACKAGES = set(_n.rsplit(".", 1)[0] for _n in SOURCES if "." in _n)
+
 class _BundleLoader(object):
     def create_module(self, spec):
         return None
     def exec_module(self, module):
         short = module.__name__[len(PKG) + 1:]
-        exec(compile(SOURCES[short], "<spectui-agent>/%%s.py" %% short, "exec"), module.__dict__)
+        path = short.replace(".", "/") + ("/__init__" if short in _PACKAGES else "")
+        exec(compile(SOURCES[short], "<spectui-agent>/%%s.py" %% path, "exec"), module.__dict__)
 
 class _BundleFinder(object):
     def find_spec(self, name, path=None, target=None):
         if name.startswith(PKG + ".") and name[len(PKG) + 1:] in SOURCES:
-            return importlib.util.spec_from_loader(name, _BundleLoader())
+            short = name[len(PKG) + 1:]
+            return importlib.util.spec_from_loader(name, _BundleLoader(), is_package=short in _PACKAGES)
         return None
 
 sys.meta_path.insert(0, _BundleFinder())
@@ -74,12 +79,25 @@ def own_sources():
     shipped = getattr(pkg, "__bundle_sources__", None)
     if shipped is not None:
         return shipped
-    here = os.path.dirname(os.path.abspath(__file__))
+    return read_sources(os.path.dirname(os.path.abspath(__file__)))
+
+
+def read_sources(directory):
+    """The agent's module sources under ``directory``, by dotted name relative to it:
+    ``main`` for ``main.py``, ``logs`` for ``logs/__init__.py`` (a subpackage: a folder
+    with an ``__init__.py``), ``logs.parser`` for ``logs/parser.py``. The top folder's
+    own ``__init__.py`` is not one: the payload makes that package."""
     out = {}
-    for name in sorted(os.listdir(here)):
+    for name in sorted(os.listdir(directory)):
+        path = os.path.join(directory, name)
         if name.endswith(".py") and name != "__init__.py":
-            with open(os.path.join(here, name), encoding="utf-8") as fh:
+            with open(path, encoding="utf-8") as fh:
                 out[name[:-3]] = fh.read()
+        elif name.isidentifier() and os.path.isfile(os.path.join(path, "__init__.py")):
+            with open(os.path.join(path, "__init__.py"), encoding="utf-8") as fh:
+                out[name] = fh.read()
+            for sub, text in read_sources(path).items():
+                out[name + "." + sub] = text
     return out
 
 

@@ -24,7 +24,7 @@ and the next offset out) under the same cap.
 (written as ``\\r<bar>`` on one physical line) is a line of its own.
 
 :class:`LogStream` is the agent's one-stop object: a follower feeding a
-:class:`~.logparse.LogFeeder`; ``poll()`` returns new records.
+:class:`~.logs.LogFeeder`; ``poll()`` returns new records.
 """
 
 from __future__ import annotations
@@ -33,7 +33,7 @@ import os
 import time
 from typing import Any, Callable, Dict, List, Optional
 
-from .logparse import LogFeeder, parse_progress
+from .logs import LogFeeder, parse_progress
 
 __all__ = ["LogFollower", "LogStream", "read_lines_at", "CUT_MARK", "LINE_CAP_BYTES"]
 
@@ -331,7 +331,7 @@ class LogFollower:
 class LogStream:
     """A log file followed and read: ``poll()`` returns the records it gained.
 
-    Besides the records of :func:`~.logparse.parse_line` / :class:`~.logparse.LogFeeder`:
+    Besides the records of :func:`~.logs.parse_line` / :class:`~.logs.LogFeeder`:
 
     * a traceback still open when the log has been quiet for ``idle_flush_s`` is closed
       and returned (a crashing server writes nothing after it);

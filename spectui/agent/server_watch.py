@@ -34,7 +34,7 @@ import time
 from collections import deque
 
 from .logfollow import LogFollower
-from .logparse import LogFeeder
+from .logs import LogFeeder
 from .server_process import group_members, proc_stat, remember_members, server_url
 
 TAIL_LINES = 40

@@ -21,7 +21,7 @@ Per release, read from the wheels' ``log_decode_stats`` / ``report_decode_stats`
 
 The ``sglang:spec_accept_rate`` gauge is set from the same variable at the same tick. So the
 line's shape (trailing comma or not) cannot tell the formula of 0.5.9 - 0.5.10 (see
-``logparse``): the server's version, read from ``/server_info``, decides when known.
+``logs``): the server's version, read from ``/server_info``, decides when known.
 """
 
 from __future__ import annotations

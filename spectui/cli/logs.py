@@ -22,7 +22,7 @@ import zlib
 from datetime import datetime
 from typing import IO, Any, Dict, Iterable, Iterator, List, Optional
 
-from spectui.agent.logparse import LogFeeder, line_time
+from spectui.agent.logs import LogFeeder, line_time
 from spectui.core.textsafe import for_stream, visible_text
 
 _RANK_KEYS = ("dp_rank", "pp_rank", "attn_cp_rank", "moe_dp_rank", "tp_rank", "ep_rank")

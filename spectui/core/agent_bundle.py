@@ -13,9 +13,9 @@ from dataclasses import dataclass
 from functools import lru_cache
 from importlib import resources
 
-from spectui.agent.bootstrap import bootstrap_code, bundle_hash, make_payload
+from spectui.agent.bootstrap import bootstrap_code, bundle_hash, make_payload, read_sources
 
-__all__ = ["AgentBundle", "build_bundle", "bundle_hash"]
+__all__ = ["AgentBundle", "build_bundle", "bundle_hash", "bundle_sources"]
 
 
 @dataclass(frozen=True)
@@ -31,16 +31,12 @@ class AgentBundle:
         return " ".join(shlex.quote(a) for a in self.bootstrap_argv(python, agent_args))
 
 
-def _sources() -> dict[str, str]:
-    out = {}
-    for entry in resources.files("spectui.agent").iterdir():
-        name = entry.name
-        if name.endswith(".py") and name != "__init__.py":
-            out[name[:-3]] = entry.read_text(encoding="utf-8")
-    return out
+def bundle_sources() -> dict[str, str]:
+    """The agent's module sources as the bundle ships them (see ``read_sources``)."""
+    return read_sources(str(resources.files("spectui.agent")))
 
 
 @lru_cache(maxsize=1)
 def build_bundle() -> AgentBundle:
-    sources = _sources()
+    sources = bundle_sources()
     return AgentBundle(payload=make_payload(sources), hash=bundle_hash(sources))

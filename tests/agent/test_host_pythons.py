@@ -39,12 +39,33 @@ async def test_too_old_python_is_one_sentence(state_dir):
         await open_session(HostTarget(kind="local", python=PY27, state_dir=str(state_dir)))
 
 
+# Reads the log given as argv[0] in one batch and in batches of 37 lines, as the agent does.
+FEED_ENTRY = """
+import json, sys
+from .logs import LogFeeder
+
+def run_and_exit(argv):
+    assert not any(m == "spectui" or m.startswith("spectui.") for m in sys.modules)
+    with open(argv[0]) as fh:
+        lines = fh.read().splitlines()
+    out = []
+    for size in (len(lines), 37):
+        feeder = LogFeeder()
+        recs = []
+        for at in range(0, len(lines), size):
+            recs += feeder.feed_lines(lines[at:at + size])
+        out.append(recs + feeder.flush())
+    json.dump(out, sys.stdout)
+    sys.stdout.flush()
+"""
+
+
 @pytest.mark.skipif(PY38 is None, reason="no Python 3.8 interpreter on this machine to run the agent with")
 def test_log_parser_on_python38_reads_as_here(tmp_path):
-    """The generated log readers run on the host's Python: on 3.8 a mixed log reads to
-    the same records as here, in one batch and in small ones."""
+    """The log parser, shipped in the agent bundle (its ``logs`` subpackage from memory),
+    runs its generated readers on the host's Python: on 3.8 a mixed log reads to the same
+    records as here, in one batch and in small ones."""
     import json
-    import subprocess
     import sys
     from pathlib import Path
 
@@ -53,28 +74,15 @@ def test_log_parser_on_python38_reads_as_here(tmp_path):
         import parse_speed
     finally:
         sys.path.pop(0)
-    from spectui.agent.logparse import LogFeeder
+    from spectui.agent.logs import LogFeeder
+    from tests.support.bundle import run_in_bundle
 
     lines = parse_speed.make_lines(3000) + ["[2026-11-30 10:00:00 TP0] Scheduler hit an exception: Traceback (most recent call last):",
                                             '  File "x.py", line 1, in f', "RuntimeError: boom"]
     log = tmp_path / "server.log"
     log.write_text("\n".join(lines) + "\n")
-    agent_dir = Path(__file__).resolve().parents[2] / "spectui" / "agent"
-    script = (
-        "import importlib.util, json, sys\n"
-        "spec = importlib.util.spec_from_file_location('logparse', %r)\n"
-        "lp = importlib.util.module_from_spec(spec); spec.loader.exec_module(lp)\n"
-        "lines = open(%r).read().splitlines()\n"
-        "out = []\n"
-        "for size in (len(lines), 37):\n"
-        "    f = lp.LogFeeder()\n"
-        "    recs = []\n"
-        "    for at in range(0, len(lines), size):\n"
-        "        recs += f.feed_lines(lines[at:at + size])\n"
-        "    out.append(recs + f.flush())\n"
-        "json.dump(out, sys.stdout)\n"
-    ) % (str(agent_dir / "logparse.py"), str(log))
-    done = subprocess.run([PY38, "-c", script], capture_output=True, text=True, timeout=120, check=True)
+    done = run_in_bundle(FEED_ENTRY, [str(log)], python=PY38, cwd=tmp_path)
+    assert done.returncode == 0, done.stderr.decode()
     there = json.loads(done.stdout)
     feeder = LogFeeder()
     here = json.loads(json.dumps(feeder.feed_lines(lines) + feeder.flush()))

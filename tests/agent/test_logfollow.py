@@ -250,8 +250,9 @@ def test_agent_modules_work_as_a_package_of_another_name(tmp_path):
     pkg.mkdir()
     (pkg / "__init__.py").write_text("")
     agent = Path(__file__).resolve().parents[2] / "spectui" / "agent"
-    for name in ("logparse.py", "logfollow.py", "promwindow.py"):
+    for name in ("logfollow.py", "promwindow.py"):
         shutil.copy(agent / name, pkg / name)
+    shutil.copytree(agent / "logs", pkg / "logs", ignore=shutil.ignore_patterns("__pycache__"))
     log = tmp_path / "s.log"
     log.write_text(DECODE % (1, 290))
     code = (

@@ -6,17 +6,19 @@ from pathlib import Path
 
 import pytest
 
-from spectui.agent import logparse
-from spectui.agent.logparse import (
+from spectui.agent import logs
+from spectui.agent.logs import (
     FORMULA_DRAFTS_ONLY,
     FORMULA_INCL_BONUS,
     LogFeeder,
+    LogParser,
     line_time,
     normalize_key,
     parse_line,
     parse_lines,
     parse_progress,
 )
+from spectui.agent.logs.fastpath import UNREAD
 
 # Message texts as SGLang's f-strings write them (0.5.23 wheel, srt/managers/scheduler_components/
 # metrics_reporter.py, and older releases' scheduler_metrics_mixin.py), placeholders filled in.
@@ -420,65 +422,57 @@ def _all_example_lines():
         yield prefix + msg.replace("0.00", "0.37").replace(": 1,", ": 17,")
 
 
-@pytest.fixture
-def fresh_shapes(monkeypatch):
-    """The parser as at start-up, no shape learned (what other tests learned comes back after)."""
-    monkeypatch.setattr(logparse, "_SHAPES", {"decode": [], "prefill": []})
-    monkeypatch.setattr(logparse, "_SEEN", {})
-    monkeypatch.setattr(logparse, "_read_line", logparse._read_line)  # restored after
-    monkeypatch.setattr(logparse, "_read_chunk", logparse._read_chunk)
-    logparse._set_readers([])
+@pytest.fixture(params=[True, False], ids=["generated", "plain"])
+def parser(request):
+    """A new parser, no shape learned; its fast readers generated code or plain Python."""
+    return LogParser(generated=request.param)
 
 
 def _items(rec):
     return None if rec is None else list(rec.items())  # the fields and their order
 
 
-def _generic_feeding(lines, monkeypatch):
-    """parse_lines with the learned shapes out of the way: every line read generically."""
-    with monkeypatch.context() as m:
-        m.setattr(logparse, "_read_line", lambda line: logparse._UNREAD)
-        m.setattr(logparse, "_read_chunk", lambda lines, append, extend, slow: 0)
-        m.setattr(logparse, "_learn_shape", lambda *args: None)  # which would bring fast readers back
-        return parse_lines(lines)
+def _generic_feeding(lines):
+    """parse_lines without learned shapes: every line read generically."""
+    return parse_lines(lines, parser=LogParser(fast=False))
 
 
-def test_fast_path_equals_generic_reading(fresh_shapes):
+def test_fast_path_equals_generic_reading(parser):
     lines = list(_all_example_lines())
     for _ in range(3):  # first pass learns the shapes, later passes use them
         for line in lines:
-            assert _items(parse_line(line)) == _items(logparse._parse_generic(line)), line
-        assert [_items(r) for r in parse_lines(lines)] == [_items(logparse._parse_generic(line)) for line in lines]
+            assert _items(parser.parse_line(line)) == _items(parser.parse_generic(line)), line
+        assert [_items(r) for r in parse_lines(lines, parser=parser)] == [_items(parser.parse_generic(line)) for line in lines]
     # The shapes learned last (at most _MAX_SHAPES per anchor) are read by the fast readers.
     last = [line for line in lines if line.startswith(PREFIXES[-1][0]) and "(mixed" not in line]  # a shape not learned
-    assert last and all(logparse._read_line(line) not in (None, logparse._UNREAD) for line in last)
+    assert last and all(parser.shapes.read_line(line) not in (None, UNREAD) for line in last)
 
 
-def test_learned_shapes_are_read_without_the_generic_reader(fresh_shapes, monkeypatch):
+def test_learned_shapes_are_read_without_the_generic_reader(parser, monkeypatch):
     http = '[2026-11-30 10:00:00] INFO:     127.0.0.1:40052 - "POST /generate HTTP/1.1" 200 OK'
     lines = [prefix + msg for prefix, _ in PREFIXES[:4] for msg in (PREFILL, DECODE_2025, DECODE_0523_ITER_CAP)]
     lines += [http, http + "\n"]
-    expected = [logparse._parse_generic(line) for line in lines]  # reads them, learns their shapes
+    expected = [parser.parse_generic(line) for line in lines]  # reads them, learns their shapes
     calls = []
-    generic = logparse._parse_generic
-    monkeypatch.setattr(logparse, "_parse_generic", lambda line: calls.append(line) or generic(line))
-    assert [_items(parse_line(line)) for line in lines] == [_items(rec) for rec in expected]
-    assert [_items(r) for r in LogFeeder().feed_lines(iter(lines))] == [_items(r) for r in expected if r is not None]
+    generic = parser.parse_generic
+    monkeypatch.setattr(parser, "parse_generic", lambda line: calls.append(line) or generic(line))
+    assert [_items(parser.parse_line(line)) for line in lines] == [_items(rec) for rec in expected]
+    assert [_items(r) for r in LogFeeder(parser=parser).feed_lines(iter(lines))] == [_items(r) for r in expected if r is not None]
     assert calls == []
 
 
-def test_hybrid_lines_are_read_by_the_fast_readers(fresh_shapes, monkeypatch):
+def test_hybrid_lines_are_read_by_the_fast_readers(parser, monkeypatch):
     lines = ["[2026-11-30 10:00:00 TP0] " + DECODE_HYBRID.replace("233600", str(n)) for n in range(50)]
-    expected = [_items(logparse._parse_generic(line)) for line in lines]
+    expected = [_items(parser.parse_generic(line)) for line in lines]
     calls = []
-    generic = logparse._parse_generic
-    monkeypatch.setattr(logparse, "_parse_generic", lambda line: calls.append(line) or generic(line))
-    assert [_items(parse_line(line)) for line in lines] == expected
-    assert [_items(r) for r in parse_lines(lines)] == expected
+    generic = parser.parse_generic
+    monkeypatch.setattr(parser, "parse_generic", lambda line: calls.append(line) or generic(line))
+    assert [_items(parser.parse_line(line)) for line in lines] == expected
+    assert [_items(r) for r in parse_lines(lines, parser=parser)] == expected
     assert calls == [] and dict(expected[7])["token_usage"] == 0.66 and dict(expected[7])["full_token"] == 7
 
 
-def test_feed_lines_equals_the_generic_reading_of_a_mixed_log(fresh_shapes, monkeypatch):
+def test_feed_lines_equals_the_generic_reading_of_a_mixed_log(parser, monkeypatch):
     decode = "[2026-11-30 10:04:59 TP0] " + DECODE_0523
     tqdm = "\r".join("Loading safetensors checkpoint shards: %3d%% Completed | %d/4 [00:0%d<00:0%d,  1.00s/it]" % (25 * n, n, n, 4 - n) for n in range(5))
     log = [
@@ -503,11 +497,11 @@ def test_feed_lines_equals_the_generic_reading_of_a_mixed_log(fresh_shapes, monk
         "[2026-11-30 10:05:04 TP]0] INFO: 50% Completed | 1/2",
         "[2026-11-30 10:05:04 TP0] " + LOAD_END,
     ] + TRACEBACK + [decode, "[2026-11-30 10:05:06 DP1 TP8] " + DECODE_2025] * 3
-    expected = [_items(r) for r in _generic_feeding(log, monkeypatch)]
+    expected = [_items(r) for r in _generic_feeding(log)]
     assert [r[0][1] for r in expected].count("error") == 2 and [r[0][1] for r in expected].count("progress") == 2
     for _ in range(3):  # learning, then learned
-        assert [_items(r) for r in parse_lines(log)] == expected
-        feeder = LogFeeder()
+        assert [_items(r) for r in parse_lines(log, parser=parser)] == expected
+        feeder = LogFeeder(parser=parser)
         by_line = [r for line in log for r in feeder.feed(line)] + feeder.flush()
         assert [_items(r) for r in by_line] == expected
 
@@ -583,7 +577,7 @@ def _random_log(rng, count, clean=False, steady=False):
 
 
 @pytest.mark.parametrize("seed", range(12))
-def test_chunk_reader_equals_the_generic_reading_of_random_logs(fresh_shapes, monkeypatch, seed):
+def test_chunk_reader_equals_the_generic_reading_of_random_logs(parser, monkeypatch, seed):
     """feed_lines (the chunk reader, learning as it goes, past its budget of captured
     groups and its shapes per anchor) gives what reading every line generically gives,
     for any mix of lines and any way of cutting them into calls."""
@@ -591,9 +585,9 @@ def test_chunk_reader_equals_the_generic_reading_of_random_logs(fresh_shapes, mo
 
     rng = random.Random(seed)
     log = _random_log(rng, 1500, clean=seed % 4 in (1, 2), steady=seed % 4 in (2, 3))
-    expected = [_items(r) for r in _generic_feeding(log, monkeypatch)]
+    expected = [_items(r) for r in _generic_feeding(log)]
     for _ in range(2):  # learning, then learned
-        feeder = LogFeeder()
+        feeder = LogFeeder(parser=parser)
         got = []
         at = 0
         while at < len(log):
@@ -649,18 +643,18 @@ ODD_LINES = [
 
 
 @pytest.mark.parametrize("odd", ODD_LINES)
-def test_chunk_reader_on_a_steady_log_with_one_odd_line(fresh_shapes, monkeypatch, odd):
+def test_chunk_reader_on_a_steady_log_with_one_odd_line(parser, monkeypatch, odd):
     """A chunk of a steady log (shapes learned, values cached) holding one line that the
     learned shapes do not read gives what reading every line generically gives."""
     http = '[2026-11-30 10:00:01] INFO:     127.0.0.1:40052 - "POST /generate HTTP/1.1" 200 OK'
     steady = ["[2026-11-30 10:00:01 TP0] " + PREFILL, http] + ["[2026-11-30 10:00:01 TP0] " + DECODE_2025.replace("#token: 290", "#token: %d" % n) for n in range(6)]
-    parse_lines(steady)  # learns the shapes, caches the values
+    parse_lines(steady, parser=parser)  # learns the shapes, caches the values
     log = steady * 8 + [odd] + steady * 8
-    expected = [_items(r) for r in _generic_feeding(log, monkeypatch)]
-    assert [_items(r) for r in parse_lines(log)] == expected
+    expected = [_items(r) for r in _generic_feeding(log)]
+    assert [_items(r) for r in parse_lines(log, parser=parser)] == expected
 
 
-def test_chunk_reader_reads_a_steady_log_without_the_generic_reader(fresh_shapes, monkeypatch):
+def test_chunk_reader_reads_a_steady_log_without_the_generic_reader(parser, monkeypatch):
     """Once the shapes are learned, decode, prefill and HTTP lines of a steady server,
     milliseconds or not, never reach the generic reader."""
     import random
@@ -681,14 +675,14 @@ def test_chunk_reader_reads_a_steady_log_without_the_generic_reader(fresh_shapes
                 lines.append(stamp + "Decoding step done")
             else:
                 lines.append(stamp + DECODE_2025.replace("#token: 290", "#token: %d" % n).replace("41.20", "%.2f" % rng.uniform(30, 90)))
-        expected = [_items(r) for r in _generic_feeding(lines, monkeypatch)]
-        parse_lines(lines[:12])  # learns the shapes, caches the values
+        expected = [_items(r) for r in _generic_feeding(lines)]
+        parse_lines(lines[:12], parser=parser)  # learns the shapes, caches the values
         calls = []
-        generic = logparse._parse_generic
-        monkeypatch.setattr(logparse, "_parse_generic", lambda line, calls=calls, generic=generic: calls.append(line) or generic(line))
-        assert [_items(r) for r in parse_lines(lines)] == expected
+        generic = parser.parse_generic
+        monkeypatch.setattr(parser, "parse_generic", lambda line, calls=calls, generic=generic: calls.append(line) or generic(line))
+        assert [_items(r) for r in parse_lines(lines, parser=parser)] == expected
         assert calls == []
-        monkeypatch.setattr(logparse, "_parse_generic", generic)
+        monkeypatch.setattr(parser, "parse_generic", generic)
 
 
 @pytest.mark.parametrize("line", [
@@ -707,32 +701,72 @@ def test_chunk_reader_reads_a_steady_log_without_the_generic_reader(fresh_shapes
     "[2026-11-30 10:05:04]",
     "[2026-11-30 10:05:04] ",
 ])
-def test_fast_readers_agree_with_the_generic_reader_on_odd_lines(fresh_shapes, line):
+def test_fast_readers_agree_with_the_generic_reader_on_odd_lines(parser, line):
     for prefix in ("[2026-11-30 10:00:00 TP0] ", "[2026-11-30 10:00:00] "):  # the shapes these lines are near
         for msg in (DECODE_0523, DECODE_2025, PREFILL):
-            parse_line(prefix + msg)
-    assert _items(parse_line(line)) == _items(logparse._parse_generic(line))
+            parser.parse_line(prefix + msg)
+    assert _items(parser.parse_line(line)) == _items(parser.parse_generic(line))
 
 
-def test_fast_path_falls_back_on_a_new_value_and_on_another_shape():
+def test_fast_path_falls_back_on_a_new_value_and_on_another_shape(parser):
     base = "[2026-11-30 10:00:00 TP0] " + DECODE_0523
-    parse_line(base)
-    parse_line(base)
+    parser.parse_line(base)
+    parser.parse_line(base)
     odd_value = base.replace("accept len: 1.45", "accept len: 7.77")
-    assert parse_line(odd_value)["accept_len"] == 7.77
+    assert parser.parse_line(odd_value)["accept_len"] == 7.77
     reordered = "[2026-11-30 10:00:00 TP0] Decode batch, #token: 290, #running-req: 1, accept rate: 0.06, accept len: 1.45, gen throughput (token/s): 41.20, #queue-req: 0"
-    rec = parse_line(reordered)
+    rec = parser.parse_line(reordered)
     assert fields(rec, "num_token", "running_req", "accept_len", "accept_rate") == {"num_token": 290, "running_req": 1, "accept_len": 1.45, "accept_rate": 0.06}
     negative = base.replace("#token: 290", "#token: -5")
-    assert parse_line(negative)["num_token"] == -5
+    assert parser.parse_line(negative)["num_token"] == -5
+
+
+def test_define_runs_generated_source_in_its_namespace():
+    from spectui.agent.logs.fastpath import define
+
+    values = {"0.5": 0.5}
+    build = define(["def build(t):", "    return {'kind': 'decode', 'x': _VALUES[t[0]], 'n': int(t[1])}"], {"_VALUES": values})
+    assert build.__name__ == "build" and build.__code__.co_filename == "<spectui log build>"
+    assert list(build(("0.5", "7")).items()) == [("kind", "decode"), ("x", 0.5), ("n", 7)]
+    with pytest.raises(KeyError):
+        build(("0.6", "7"))  # a value not cached: the readers leave the line to the generic reader
+
+
+def test_parsers_learn_apart_and_feeders_in_threads_share_nothing():
+    """Each feeder has its own parser: what one learns (shapes, values) the other does not
+    see, and feeders driven by two threads at once read as one thread would."""
+    import threading
+
+    ms = ["[2026-11-30 10:00:%02d.%03d TP0] " % (n % 60, n % 1000) + DECODE_0523.replace("#token: 290", "#token: %d" % n) for n in range(3000)]
+    plain = ["[2026-11-30 10:00:%02d DP1 TP8] " % (n % 60) + PREFILL.replace("#token: 31", "#token: %d" % n) for n in range(3000)]
+    one, two = LogFeeder(), LogFeeder()
+    one.feed_lines(ms[:10])
+    assert one.parser.shapes.shapes["decode"] and not two.parser.shapes.shapes["decode"]
+    assert not two.parser.values and one.parser.values
+    expected = {id(ms): _generic_feeding(ms), id(plain): _generic_feeding(plain)}
+    got = {}
+
+    def read(lines):
+        feeder = LogFeeder()
+        out = []
+        for at in range(0, len(lines), 50):
+            out += feeder.feed_lines(lines[at:at + 50])
+        got[id(lines)] = out + feeder.flush()
+
+    threads = [threading.Thread(target=read, args=(lines,)) for lines in (ms, plain)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert {k: [_items(r) for r in v] for k, v in got.items()} == {k: [_items(r) for r in v] for k, v in expected.items()}
 
 
 # -- what the agent modules may import -----------------------------------------------------
 
-AGENT = Path(logparse.__file__).resolve().parent
+AGENT = Path(logs.__file__).resolve().parents[1]
 
 
-@pytest.mark.parametrize("name", ["logparse.py", "logfollow.py", "promwindow.py"])
+@pytest.mark.parametrize("name", ["logfollow.py", "promwindow.py"] + sorted("logs/" + p.name for p in (AGENT / "logs").glob("*.py")))
 def test_agent_module_imports_stdlib_or_relative_only(name):
     import sys
 

@@ -23,7 +23,7 @@ from pathlib import Path
 
 import pytest
 
-from spectui.agent.logparse import parse_line, parse_lines
+from spectui.agent.logs import parse_line, parse_lines
 
 LOGS = Path(__file__).resolve().parent.parent / "fixtures" / "real" / "logs"
 FILES = sorted(LOGS.glob("*.log"))

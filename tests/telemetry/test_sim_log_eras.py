@@ -10,7 +10,7 @@ import urllib.request
 
 import pytest
 
-from spectui.agent.logparse import LogFeeder
+from spectui.agent.logs import LogFeeder
 from tests.support.sshd import free_port
 
 
