@@ -6,7 +6,9 @@
 - ``spectui bench --host DEST --collect [RUN_ID]``: fetch runs that finished while nobody was connected
   (with RUN_ID: wait for that run to end first);
 - ``spectui bench --host DEST --cancel RUN_ID``: stop a run on the host (another console's, say);
-- ``spectui bench --list-presets``.
+- ``spectui bench --list-presets``;
+- ``spectui bench PROFILE --demo --sweep FLAG=V1,V2 [--concurrency 1,8]``: variants of PROFILE compared with
+  its baseline, predicted before and beside the measurement (``spectui.cli.sweep``, docs/tune.md).
 
 Every run goes to the history (``spectui history``) as it ends, interrupted ones included. One
 benchmark per server at a time: the host refuses a run against a server another run measures,
@@ -22,12 +24,12 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import shlex
 import sys
 
-from spectui.cli.hostopts import (add_host_options, explain_connect_error, has_host, refuse_on_problems,
-                                  run_with_passphrase_prompt, target_from_args)
+from spectui.cli.hostopts import (add_host_options, command_line, explain_connect_error, has_host, host_words,
+                                  refuse_on_problems, run_with_passphrase_prompt, target_from_args)
 from spectui.cli.output import ProgressLine
+from spectui.cli.tune import concurrency_list, preset_for
 from spectui.core.bench import (
     BenchClient,
     BenchError,
@@ -59,14 +61,20 @@ def register(sub: argparse._SubParsersAction) -> None:
                      "row per profile with tok/s, speedup, accept length and rate, TTFT, ITL, step time and the "
                      f"break-even accept length L*. Presets: shipped (or ${PRESETS_PATH_ENV}) and "
                      f"{user_preset_dir()}. Every run is kept in the history (spectui history)."))
+    p.add_argument("sweep_profile", metavar="PROFILE", nargs="?",
+                   help="with --sweep: the profile whose variants are compared with its baseline")
     add_host_options(p, required=False)
     p.add_argument("--profiles", metavar="A,B,C", help="profiles to compare (comma-separated)")
+    p.add_argument("--sweep", metavar="FLAG=V1,V2", action="append",
+                   help="compare variants of PROFILE with these flag values (repeatable: their product; LO..HI "
+                        "a range), with the predicted table before and predicted beside measured after")
     p.add_argument("--preset", metavar="NAME", help="benchmark preset name, or a preset YAML file")
     p.add_argument("--repeat", type=int, metavar="N", help="runs per profile (default: the preset's repeats)")
     p.add_argument("--baseline", metavar="PROFILE", help="the profile others are compared with "
                    "(default: the first one without speculation)")
     p.add_argument("--server", metavar="NAME", help="without --profiles: the running server to benchmark")
-    p.add_argument("--concurrency", type=int, metavar="N", help="without --profiles: one level of a sweep preset")
+    p.add_argument("--concurrency", type=concurrency_list, metavar="N[,N]",
+                   help="the concurrencies to run instead of the preset's (e.g. 1,8)")
     p.add_argument("--engine", choices=("spectui", "sglang"), default="spectui",
                    help="spectui's runner, or the host's sglang.benchmark.serving (random dataset only)")
     p.add_argument("--profile-path", metavar="PATH", action="append", dest="profile_paths",
@@ -142,21 +150,7 @@ class CompareProgress:
 
 def collect_command(args: argparse.Namespace, run_id: str) -> str:
     """The exact ``spectui bench --collect RUN_ID`` command for the host these ``args`` name."""
-    cmd = ["spectui", "bench", "--collect", run_id]
-    cmd += ["--demo"] if args.demo else ["--host", args.destination]
-    for flag, value in (("--python", args.python), ("--state-dir", args.state_dir), ("-F", args.ssh_config),
-                        ("-p", args.port), ("-J", args.jump)):
-        if value is not None:
-            cmd += [flag, str(value)]
-    for key in args.identity or []:
-        cmd += ["-i", key]
-    if args.known_hosts != "~/.ssh/known_hosts":
-        cmd += ["--known-hosts", args.known_hosts]
-    if args.sim:
-        cmd.append("--sim")
-    if args.gpu_source != "auto":
-        cmd += ["--gpu-source", args.gpu_source]
-    return " ".join(shlex.quote(c) for c in cmd)
+    return command_line(["spectui", "bench", "--collect", run_id, *host_words(args)])
 
 
 class Reconnector:
@@ -195,7 +189,7 @@ async def _compare(args: argparse.Namespace, target: HostTarget) -> int:
         broken = [e for e in lib.errors if e.profile == prof.name or e.path == prof.source]
         if broken:
             raise broken[0]
-    preset = load_presets().get(args.preset)
+    preset = preset_for(args.preset, args.concurrency)
     if args.repeat is not None and args.repeat < 1:
         raise BenchError("--repeat must be at least 1")
     store = HistoryStore()
@@ -239,10 +233,12 @@ async def _single(args: argparse.Namespace, target: HostTarget) -> int:
                                  "compare profiles with --profiles" if not ready else
                                  f"several servers are ready ({', '.join(ready)}): pick one with --server")
             server = ready[0]
-        if preset.sweep and args.concurrency is None:
+        if args.concurrency:
+            levels = list(args.concurrency)
+        elif preset.sweep:
             levels = list(preset.concurrency)
         else:
-            levels = [args.concurrency if args.concurrency is not None else preset.concurrency[0]]
+            levels = [preset.concurrency[0]]
         progress = ProgressLine()
         results = []
         for i, conc in enumerate(levels):
@@ -354,6 +350,13 @@ def run(args: argparse.Namespace) -> int:
             action = _collect
         elif args.cancel:
             action = _cancel
+        elif args.sweep or args.sweep_profile:
+            if not (args.sweep and args.sweep_profile) or args.profiles:
+                print("spectui: a sweep takes one PROFILE and --sweep FLAG=V1,V2 (not --profiles), e.g. "
+                      "spectui bench kimi-ngram --sweep num-draft-tokens=3,4 --demo", file=sys.stderr)
+                return 2
+            from spectui.cli.sweep import sweep
+            action = sweep
         else:
             if not args.preset:
                 print("spectui: give a benchmark preset with --preset (see spectui bench --list-presets)",

@@ -20,6 +20,7 @@ COMMAND_MODULES = [
     "probe",
     "console",
     "bench",
+    "tune",
     "history",
 ]
 

@@ -153,6 +153,8 @@ def build_comparison(results: list[RunResult], *, profiles: list[str], baseline:
         spec = next((r.speculative for (p, _), rs in by.items() if p == name for r in rs if r.speculative), None)
         rows.append({"name": name, "hash": meta.get("hash"), "speculative": spec or meta.get("speculative"),
                      "failed": failures.get(name), "cells": cells})
+        if meta.get("variant"):  # a sweep's variant: its display name, base profile and flags changed
+            rows[-1]["variant"] = meta["variant"]
     base = next((row for row in rows if row["name"] == baseline), None)
     for row in rows:
         for c, cell in row["cells"].items():
@@ -287,7 +289,8 @@ async def run_comparison(session: Session, profiles: list[Profile], preset: Pres
                          on_event: Callable[[CompareEvent], None] | None = None, force: bool = False,
                          stop_after: bool = False, switch_timeout_s: float = 1800.0,
                          allow_overlap: bool = False,
-                         reconnect: Callable[[Disconnected, str], Awaitable[Session]] | None = None) -> dict:
+                         reconnect: Callable[[Disconnected, str], Awaitable[Session]] | None = None,
+                         variants: dict[str, dict] | None = None) -> dict:
     """Compare ``profiles`` under ``preset`` on ``session``'s host; returns the comparison dict.
 
     A run against a server that another live run measures is refused by the host (the
@@ -302,6 +305,9 @@ async def run_comparison(session: Session, profiles: list[Profile], preset: Pres
     session it returns follows the run on (the run goes on on the host meanwhile). Without it, or
     when it raises, the comparison is saved interrupted with the run in flight in
     ``pending_run_ids``; :func:`link_collected_runs` adds that run once it is collected.
+
+    ``variants`` (profile name -> ``{"display_name", "base", "changes"}``) marks a sweep's variant
+    profiles: their rows keep it as ``variant``.
     """
     if not profiles:
         raise BenchError("give at least one profile to compare")
@@ -321,8 +327,8 @@ async def run_comparison(session: Session, profiles: list[Profile], preset: Pres
     total = len(profiles) * len(preset.concurrency) * preset.repeats
     index = 0
     handle: RunHandle | None = None
-    meta = {p.name: {"hash": p.content_hash, "speculative": p.speculative_settings() if p.algorithm else None}
-            for p in profiles}
+    meta = {p.name: {"hash": p.content_hash, "speculative": p.speculative_settings() if p.algorithm else None,
+                     "variant": (variants or {}).get(p.name)} for p in profiles}
     restore_traffic = await pause_demo_traffic(session)
 
     def finish(state: str, reason: str | None, pending: list[str] | None = None) -> dict:
@@ -440,7 +446,8 @@ def link_collected_runs(store, results: list[RunResult]) -> list[str]:
             preset=Preset.from_dict(comp["preset"]), host=comp.get("host"), gpus=comp.get("gpus"),
             sglang_version=comp.get("sglang_version"), engine=comp.get("engine") or "spectui",
             failures={row["name"]: row["failed"] for row in rows if row.get("failed")},
-            profile_meta={row["name"]: {"hash": row.get("hash"), "speculative": row.get("speculative")} for row in rows},
+            profile_meta={row["name"]: {"hash": row.get("hash"), "speculative": row.get("speculative"),
+                                        "variant": row.get("variant")} for row in rows},
             state=comp.get("state") or "interrupted", reason=comp.get("reason"))
         rebuilt["created_at"] = comp.get("created_at") or rebuilt["created_at"]
         collected = {r.run_id for r in runs}

@@ -205,6 +205,8 @@ def predicted_accept_length(measured: MeasuredRun, target: SpecSetting) -> tuple
                         f"{src.label} allows: the run's settings do not match its histogram")
     depth = target.max_correct_drafts
     value = acceptance.extrapolated_accept_length(hist, observed, depth)
+    if target == src:
+        return value, EXACT
     if src.shape == CHAIN and target.shape == CHAIN:
         return value, EXACT if depth <= observed else EXTRAPOLATED
     return value, MODEL

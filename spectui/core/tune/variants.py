@@ -13,6 +13,7 @@ API (pure functions, frozen dataclasses, no I/O):
   ``kimi-ngram.ndt3`` (profile and server names allow only letters, digits, ``.``, ``_``, ``-``:
   ``spectui/core/profiles/schema.py`` ``NAME_RE``, ``spectui/agent/server_records.py`` ``NAME_RE``),
   and ``problems``: one sentence for each change SGLang would refuse or silently make.
+* ``make_variant(base, changes)``: one such variant for explicit ``(flag, value)`` changes;
 * ``sglang_adjustments(args)``: those sentences for any ``args`` map (SGLang 0.5.23 rules).
 """
 
@@ -232,17 +233,24 @@ def build_variants(base: Profile, axes: Sequence[SweepAxis], *,
     out: list[Variant] = []
     names: set[str] = set()
     for combo in itertools.product(*(a.values for a in axes)):
-        changes = tuple((a.flag, v) for a, v in zip(axes, combo))
-        display, server = variant_names(base.name, changes)
-        if not SERVER_NAME_RE.match(server):
-            raise TuneError(f"the variant name {server!r} is not a valid server name (letters, digits, '.', '_', '-', "
-                            f"at most 200): give {base.name} a shorter name or sweep shorter values")
-        if server in names:
-            raise TuneError(f"two variants would both be named {server}: sweep values that differ in letters or digits")
-        names.add(server)
-        args = {**base.args, **dict(changes)}
-        profile = replace(base, name=server, args=args, extends=base.name, chain=(*base.chain, server),
-                          description=f"{base.description} ({display})" if base.description else display)
-        out.append(Variant(profile=profile, display_name=display, base=base.name, changes=changes,
-                           problems=sglang_adjustments(args)))
+        variant = make_variant(base, tuple((a.flag, v) for a, v in zip(axes, combo)))
+        if variant.server_name in names:
+            raise TuneError(f"two variants would both be named {variant.server_name}: sweep values that differ in "
+                            f"letters or digits")
+        names.add(variant.server_name)
+        out.append(variant)
     return tuple(out)
+
+
+def make_variant(base: Profile, changes: Sequence[tuple[str, Any]]) -> Variant:
+    """``base`` with ``changes`` (profile ``args`` key, value) applied, named as a sweep names it."""
+    changes = tuple(changes)
+    display, server = variant_names(base.name, changes)
+    if not SERVER_NAME_RE.match(server):
+        raise TuneError(f"the variant name {server!r} is not a valid server name (letters, digits, '.', '_', '-', "
+                        f"at most 200): give {base.name} a shorter name or sweep shorter values")
+    args = {**base.args, **dict(changes)}
+    profile = replace(base, name=server, args=args, extends=base.name, chain=(*base.chain, server),
+                      description=f"{base.description} ({display})" if base.description else display)
+    return Variant(profile=profile, display_name=display, base=base.name, changes=changes,
+                   problems=sglang_adjustments(args))

@@ -1,0 +1,253 @@
+"""Sweeps and ``spectui tune``: predictions for variants, the few worth running, and the verdict.
+
+Pure functions over plain dicts (history runs, comparison dicts) and the prediction model:
+
+* ``baseline_for(profile, lookup)``: the plain profile a speculative one is compared with (the
+  nearest ancestor in its ``extends`` chain without speculation);
+* ``history_measured(runs, profile, host=None, baseline=None)``: a :class:`MeasuredRun` from the
+  latest comparison (else run) of ``profile`` in the history, with the baseline's runs of the
+  same comparison (else its latest on the host); None when there is none;
+* ``predict_variants(measured, probe, named_settings, concurrencies)``: one
+  :class:`VariantPrediction` per named profile (its setting's :class:`Prediction` at each
+  concurrency, or the sentence why it cannot be predicted);
+* ``promising_settings(table, count)``: the untried settings with the best predicted speedup;
+* ``variant_for_setting(base, setting)``: the variant profile that selects ``setting``;
+* ``predicted_vs_measured(comp, predictions)``: per variant and concurrency, predicted and
+  measured per-stream tok/s and speedup, and their ratio;
+* ``recommend(comps, concurrencies)``: the best measured setting per concurrency with its speedup
+  and noise, or why nothing beats the baseline (verify step against decode step, and the accept
+  length a drafter would need).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from spectui.core.profiles import Profile
+from spectui.core.tune.errors import TuneError
+from spectui.core.tune.predict import MeasuredRun, Prediction, PredictionTable, measured_from_runs, predict_table
+from spectui.core.tune.setting import SpecSetting
+from spectui.core.tune.variants import Variant, make_variant
+
+
+def baseline_for(profile: Profile, lookup: Callable[[str], Profile]) -> str | None:
+    """The nearest ancestor of ``profile`` (``extends`` chain, closest first) without speculation."""
+    for name in reversed(profile.chain[:-1] if profile.chain and profile.chain[-1] == profile.name
+                         else profile.chain):
+        try:
+            if lookup(name).algorithm is None:
+                return name
+        except Exception:  # noqa: BLE001 - an ancestor that no longer loads is simply not a baseline
+            continue
+    return None
+
+
+def _done(run: Mapping) -> bool:
+    return run.get("state") in (None, "done")
+
+
+def history_measured(runs: Sequence[Mapping], profile: str, *, host: str | None = None,
+                     baseline: str | None = None) -> MeasuredRun | None:
+    """The latest measurement of ``profile`` in ``runs`` (history dicts, oldest first)."""
+    mine = [r for r in runs if r.get("profile") == profile and _done(r) and (host is None or r.get("host") == host)
+            and r.get("speculative")]
+    if not mine:
+        return None
+    key = mine[-1].get("comparison_key")
+    spec = [r for r in mine if r.get("comparison_key") == key] if key else [mine[-1]]
+    base: list[Mapping] = []
+    if baseline:
+        theirs = [r for r in runs if r.get("profile") == baseline and _done(r)
+                  and (host is None or r.get("host") == host)]
+        base = [r for r in theirs if key and r.get("comparison_key") == key]
+        if not base and theirs:
+            last = theirs[-1].get("comparison_key")
+            base = [r for r in theirs if r.get("comparison_key") == last] if last else [theirs[-1]]
+    try:
+        measured = measured_from_runs(spec, base)
+    except TuneError:
+        return None
+    ids = [r.get("id") for r in spec if r.get("id") is not None]
+    src = f"history run{'s' if len(ids) > 1 else ''} {', '.join(map(str, ids))}" if ids else measured.source
+    return MeasuredRun(setting=measured.setting, histogram=measured.histogram, points=measured.points,
+                       profile=profile, source=src)
+
+
+@dataclass(frozen=True)
+class VariantPrediction:
+    """What the model predicts for one named profile (a variant, or the base itself)."""
+
+    name: str                                  # display name: ``kimi-ngram[num-draft-tokens=3]``
+    server: str                                # the profile/server name
+    setting: SpecSetting | None
+    rows: tuple[Prediction, ...] = ()
+    reason: str | None = None                  # why there is no prediction
+
+    def at(self, concurrency: int) -> Prediction | None:
+        return next((r for r in self.rows if r.concurrency == concurrency), None)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"name": self.name, "server": self.server,
+                "setting": self.setting.to_dict() if self.setting else None,
+                "rows": [r.to_dict() for r in self.rows], "reason": self.reason}
+
+
+def predict_variants(measured: MeasuredRun, probe: dict, named: Sequence[tuple[str, Profile]],
+                     concurrencies: Sequence[int], costs=None) -> tuple[VariantPrediction, ...]:
+    """Predictions for ``(display name, profile)`` pairs at ``concurrencies``."""
+    out = []
+    for name, prof in named:
+        try:
+            setting = SpecSetting.from_settings(prof.speculative_settings())
+            table = predict_table(measured, probe, costs, settings=[setting], concurrencies=list(concurrencies))
+            out.append(VariantPrediction(name, prof.name, setting, table.rows))
+        except TuneError as exc:
+            out.append(VariantPrediction(name, prof.name, None, reason=str(exc)))
+    return tuple(out)
+
+
+def _speedup(p: Prediction) -> float | None:
+    return p.speedup_vs_baseline
+
+
+def promising_settings(table: PredictionTable, count: int) -> tuple[SpecSetting, ...]:
+    """Up to ``count`` settings other than the measured one: the best predicted speedup at each
+    concurrency in turn, then the second best at each, and so on."""
+    ranked: list[list[SpecSetting]] = []
+    for c in table.concurrencies:
+        rows = [r for r in table.at(c) if r.setting != table.measured.setting and _speedup(r) is not None]
+        ranked.append([r.setting for r in sorted(rows, key=lambda r: -_speedup(r))])
+    out: list[SpecSetting] = []
+    for i in range(max((len(r) for r in ranked), default=0)):  # the best at each concurrency in turn
+        for order in ranked:
+            if i < len(order) and order[i] not in out and len(out) < max(0, count):
+                out.append(order[i])
+    return tuple(out)
+
+
+def variant_for_setting(base: Profile, setting: SpecSetting) -> Variant:
+    """The variant of ``base`` whose flags select ``setting``."""
+    changes = [(k, v) for k, v in setting.args().items() if base.args.get(k) != v]
+    if not changes:
+        raise TuneError(f"{base.name} already runs {setting.label}")
+    return make_variant(base, changes)
+
+
+def _cell_accept(cell: Mapping) -> float | None:
+    acc = cell.get("accept_length") or {}
+    return acc.get("per_request") if acc.get("per_request") is not None else acc.get("metrics")
+
+
+def predicted_vs_measured(comp: Mapping, predictions: Sequence[VariantPrediction]) -> list[dict]:
+    """Rows of predicted beside measured, per variant and concurrency (per-stream decode tok/s)."""
+    rows = {row["name"]: row for row in comp.get("profiles") or []}
+    out = []
+    for vp in predictions:
+        row = rows.get(vp.server)
+        for p in vp.rows:
+            cell = ((row or {}).get("cells") or {}).get(str(p.concurrency)) or {}
+            measured = cell.get("decode_tok_s")
+            out.append({
+                "name": vp.name, "server": vp.server, "concurrency": p.concurrency,
+                "predicted_tok_s": p.tok_s, "measured_tok_s": measured,
+                "ratio": p.tok_s / measured if p.tok_s and measured else None,
+                "predicted_accept_length": p.accept_length, "measured_accept_length": _cell_accept(cell),
+                "predicted_speedup": p.speedup_vs_baseline, "measured_speedup": cell.get("speedup"),
+                "accept_basis": p.accept_basis, "step_basis": p.step_basis,
+            })
+    return out
+
+
+@dataclass(frozen=True)
+class Pick:
+    """The best measured setting at one concurrency."""
+
+    concurrency: int
+    name: str | None            # display name (None: nothing was measured there)
+    speedup: float | None
+    noise: bool | None
+    spread: float | None        # the tok/s spread of the pick and of the baseline, added
+    accept_length: float | None
+    step_ms: float | None
+    baseline_step_ms: float | None
+    l_star: float | None
+    beats_baseline: bool
+    comparison: str | None = None
+
+    def sentence(self) -> str:
+        c = f"concurrency {self.concurrency}"
+        if self.name is None:
+            return f"{c}: nothing was measured"
+        noise = f", within noise (spread ±{self.spread:.0%})" if self.noise else \
+            (f", spread ±{self.spread:.0%}" if self.spread is not None else ", one repeat: no spread")
+        if self.beats_baseline:
+            return f"{c}: {self.name} at {self.speedup:.2f}x the baseline{noise}"
+        text = f"{c}: no setting beats the baseline here"
+        if self.step_ms and self.baseline_step_ms and self.l_star:
+            text += (f", because verify costs {self.step_ms:.1f} ms against {self.baseline_step_ms:.1f} ms for "
+                     f"decode; the drafter would need accept length {self.l_star:.2f}")
+        accepts = f", accepting {self.accept_length:.2f}" if self.accept_length is not None else ""
+        return text + f" (best measured: {self.name} at {self.speedup:.2f}x{accepts}{noise})"
+
+    def to_dict(self) -> dict[str, Any]:
+        return dict(vars(self), sentence=self.sentence())
+
+
+@dataclass(frozen=True)
+class Recommendation:
+    picks: tuple[Pick, ...]
+    names: Mapping[str, str] = field(default_factory=dict)
+
+    @property
+    def summary(self) -> str:
+        winners = {p.name for p in self.picks if p.beats_baseline}
+        if not winners:
+            return "no setting beats the baseline at any concurrency measured: keep speculation off here"
+        if len(winners) == 1 and all(p.beats_baseline for p in self.picks):
+            return f"use {winners.pop()}: it is the fastest measured at every concurrency"
+        parts = [f"{p.name} at concurrency {p.concurrency}" if p.beats_baseline
+                 else f"no speculation at concurrency {p.concurrency}" for p in self.picks]
+        return "use " + "; ".join(parts)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"summary": self.summary, "per_concurrency": [p.to_dict() for p in self.picks]}
+
+
+def recommend(comps: Sequence[Mapping], concurrencies: Sequence[int],
+              names: Mapping[str, str] | None = None) -> Recommendation:
+    """The best measured non-baseline row per concurrency over ``comps`` (each against its own
+    baseline); it beats the baseline when its speedup is above 1 and not within noise."""
+    names = dict(names or {})
+    picks = []
+    for c in concurrencies:
+        best: tuple[float, Mapping, Mapping, Mapping] | None = None
+        for comp in comps:
+            rows = comp.get("profiles") or []
+            base = next((r for r in rows if r["name"] == comp.get("baseline")), None)
+            bcell = ((base or {}).get("cells") or {}).get(str(c)) or {}
+            for row in rows:
+                if row is base or row.get("failed"):
+                    continue
+                cell = (row.get("cells") or {}).get(str(c)) or {}
+                if cell.get("speedup") is None:
+                    continue
+                if best is None or cell["speedup"] > best[0]:
+                    best = (cell["speedup"], comp, row, cell, bcell)
+        if best is None:
+            picks.append(Pick(c, None, None, None, None, None, None, None, None, False))
+            continue
+        speedup, comp, row, cell, bcell = best
+        spreads = [s for s in ((cell.get("tok_s") or {}).get("spread"), (bcell.get("tok_s") or {}).get("spread"))
+                   if s is not None]
+        picks.append(Pick(
+            concurrency=c, name=names.get(row["name"], row.get("variant") or row["name"]), speedup=speedup,
+            noise=cell.get("noise"), spread=sum(spreads) if spreads else None, accept_length=_cell_accept(cell),
+            step_ms=cell.get("step_ms"), baseline_step_ms=bcell.get("step_ms"), l_star=cell.get("l_star"),
+            beats_baseline=speedup > 1.0 and not cell.get("noise"), comparison=comp.get("id")))
+    return Recommendation(tuple(picks), names)
+
+
+__all__ = ["Pick", "Recommendation", "VariantPrediction", "baseline_for", "history_measured", "predict_variants",
+           "predicted_vs_measured", "promising_settings", "recommend", "variant_for_setting"]
