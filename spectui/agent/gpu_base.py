@@ -4,7 +4,8 @@ A sample is a list of per-GPU dicts with these keys (a value the source cannot r
 ``None``, never an exception): ``index``, ``name``, ``uuid``, ``util_pct``,
 ``mem_used_mib``, ``mem_total_mib``, ``power_w``, ``power_limit_w``, ``temp_c``,
 ``sm_clock_mhz``, ``processes`` (a list of ``{"pid", "used_mib"}``, or ``None`` when the
-source cannot list them).
+source cannot list them). The stream adds ``user``, ``command`` and ``pgid`` to each process
+(:mod:`.gpu_procinfo`).
 """
 
 from __future__ import annotations

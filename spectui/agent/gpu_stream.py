@@ -5,6 +5,8 @@ from __future__ import annotations
 import threading
 import time
 
+from .gpu_procinfo import ProcessFacts
+
 MIN_INTERVAL_S = 0.1
 
 
@@ -16,11 +18,12 @@ class GpuStream(object):
         self._stop = threading.Event()
         self._thread = None
         self.seq = 0
+        self.process_facts = ProcessFacts()
 
     def frame(self):
         """One sample as the event's data (also used by the one-shot ``gpu.sample`` call)."""
         t = time.time()
-        gpus = self.source.sample()
+        gpus = self.process_facts.annotate(self.source.sample())
         self.seq += 1
         data = {"seq": self.seq, "t": t, "source": self.source.name, "gpus": gpus,
                 "missing": self.source.missing(), "interval_s": self.interval_s}

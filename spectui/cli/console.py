@@ -9,8 +9,11 @@ from __future__ import annotations
 import argparse
 import sys
 
-from spectui.cli.hostopts import add_host_options, host_settings, target_from_args
-from spectui.core.profiles import load_profiles
+from spectui.cli.hostopts import (add_host_options, command_line, host_option_words, host_settings, host_words,
+                                  target_from_args)
+from spectui.core.demo_ports import DemoPortError, DemoPorts, plan_demo_ports
+from spectui.core.paths import demo_state_dir
+from spectui.core.profiles import ProfileLibrary, load_profiles
 from spectui.core.session import HostTarget
 from spectui.core.settings import TELEMETRY_HZ_MAX, Settings
 
@@ -41,6 +44,9 @@ def register(sub: argparse._SubParsersAction) -> None:
     d.add_argument("--keep", action="store_true", help="leave the simulated servers running when quitting")
     d.add_argument("--state-dir", metavar="DIR", help="the simulated host's state folder")
     d.add_argument("--no-traffic", action="store_true", help="start without the demo's light background load")
+    d.add_argument("--port-base", metavar="N", type=int,
+                   help="the simulated servers listen on N, N+1, ... (default: demo.port_base from the settings "
+                        "file, else the profiles' own ports, a taken one moved to a free one)")
     _console_options(d)
     d.set_defaults(func=run, console="demo")
 
@@ -60,12 +66,43 @@ def missing_host(args: argparse.Namespace, settings: Settings) -> str | None:
             f"{settings.path}.")
 
 
-def build_target(args: argparse.Namespace, settings: Settings | None = None) -> HostTarget:
+def demo_ports(args: argparse.Namespace, settings: Settings, library: ProfileLibrary) -> DemoPorts:
+    """Where the demo's servers listen: --port-base, else the settings' demo.port_base, else the profiles'
+    ports with taken ones moved; a port base that is out of range or in use raises DemoPortError."""
+    base, base_from = args.port_base, "--port-base"
+    if base is None and settings.demo_port_base is not None:
+        base, base_from = settings.demo_port_base, f"demo.port_base in {settings.path}"
+    state_dir = args.state_dir or demo_state_dir()
+    return plan_demo_ports(library, base=base, base_from=base_from, state_dir=state_dir)
+
+
+def build_target(args: argparse.Namespace, settings: Settings | None = None,
+                 ports: DemoPorts | None = None) -> HostTarget:
     if args.console == "demo":
-        return HostTarget.demo(args.state_dir)
+        return HostTarget.demo(args.state_dir, ports=ports)
     if not args.destination and settings is not None and settings.default_host:
         args.destination = settings.default_host
     return target_from_args(args)
+
+
+def again_commands(args: argparse.Namespace):
+    """The commands the console's quit note suggests (``spectui.ui.again.AgainCommands``), each repeating every
+    option given on this command line: the host, SSH and console options, and the demo's own."""
+    from spectui.ui.again import AgainCommands
+
+    if args.console == "demo":
+        words = ["spectui", "demo"]
+        words += ["--keep"] if args.keep else []
+        words += ["--state-dir", args.state_dir] if args.state_dir else []
+        words += ["--no-traffic"] if args.no_traffic else []
+        words += ["--port-base", str(args.port_base)] if args.port_base is not None else []
+    else:
+        words = ["spectui", "connect", *([args.destination] if args.destination else []), *host_option_words(args)]
+    for path in args.profiles or []:
+        words += ["--profiles", path]
+    if args.telemetry_hz is not None:
+        words += ["--telemetry-hz", f"{args.telemetry_hz:g}"]
+    return AgainCommands(command_line(words), command_line(host_words(args)))
 
 
 def run(args: argparse.Namespace) -> int:
@@ -78,16 +115,24 @@ def run(args: argparse.Namespace) -> int:
     if no_host:
         print(f"spectui: {no_host}", file=sys.stderr)
         return 2
+    library = load_profiles(args.profiles)
+    ports = None
+    if args.console == "demo":
+        try:
+            ports = demo_ports(args, settings, library)
+        except DemoPortError as exc:
+            print(f"spectui demo: {exc}", file=sys.stderr)
+            return 2
+        library = ports.apply(library)
     if not sys.stdout.isatty() or not sys.stdin.isatty():
         print("spectui: the console needs a terminal; for scripts use `spectui status` and `spectui servers`.",
               file=sys.stderr)
         return 2
     from spectui.ui.app import SpectuiApp  # Textual loads only for the console
 
-    library = load_profiles(args.profiles)
-    target = build_target(args, settings)
+    target = build_target(args, settings, ports)
     app = SpectuiApp(target, library=library, keep=getattr(args, "keep", False), telemetry_hz=hz,
-                     traffic=not getattr(args, "no_traffic", False), settings=settings)
+                     traffic=not getattr(args, "no_traffic", False), settings=settings, again=again_commands(args))
     app.run()
     if app.exit_note:
         print(app.exit_note)

@@ -97,6 +97,38 @@ def target_from_args(args: argparse.Namespace) -> HostTarget:
                       state_dir=args.state_dir, gpu_source=args.gpu_source)
 
 
+def host_option_words(args: argparse.Namespace) -> list[str]:
+    """The host and SSH options of ``args`` that the user gave, as command-line words (``-F cfg --sim ...``):
+    what a command suggested later repeats so that it reaches the host the same way."""
+    words: list[str] = []
+    for flag, dest in (("--python", "python"), ("--state-dir", "state_dir"), ("-F", "ssh_config"), ("-p", "port"),
+                       ("-J", "jump"), ("--known-hosts", "known_hosts"), ("--connect-timeout", "connect_timeout")):
+        value = getattr(args, dest, None)
+        if value is not None:
+            words += [flag, f"{value:g}" if isinstance(value, float) else str(value)]
+    for key in getattr(args, "identity", None) or []:
+        words += ["-i", key]
+    if getattr(args, "sim", False):
+        words.append("--sim")
+    if getattr(args, "gpu_source", "auto") not in (None, "auto"):
+        words += ["--gpu-source", args.gpu_source]
+    if getattr(args, "accept_new_host_key", False):
+        words.append("--accept-new-host-key")
+    return words
+
+
+def host_words(args: argparse.Namespace) -> list[str]:
+    """``--demo`` or ``--host DEST``, then every host and SSH option given: the host part of a command line."""
+    where = ["--demo"] if getattr(args, "demo", False) or getattr(args, "console", None) == "demo" else \
+        ["--host", args.destination]
+    return where + host_option_words(args)
+
+
+def command_line(words: list[str]) -> str:
+    """Words as one shell command line, each quoted where it needs it."""
+    return " ".join(shlex.quote(w) for w in words)
+
+
 def explain_connect_error(exc: Exception, argv: list[str]) -> str:
     """The error's sentence; for an unknown host key, plus the exact command that trusts it."""
     text = str(exc)

@@ -34,6 +34,7 @@ from spectui.core.telemetry import GpuHistory, TelemetryFrame
 NEEDS_USER = (HostKeyError, AuthFailed, KeyPassphraseNeeded)
 BACKOFF_START_S = 1.0
 BACKOFF_MAX_S = 30.0
+OUTCOME_POLL_S = 0.2  # how often a switch cut by a drop looks at the server's record again
 
 
 class LinkState(enum.Enum):
@@ -74,6 +75,8 @@ class HostLink:
         self._history = history
         self._closing = False
         self._connected_once = False
+        self.backoff_start_s = BACKOFF_START_S  # the first wait after a drop; it doubles up to BACKOFF_MAX_S
+        self._retry: asyncio.Event | None = None  # set while waiting to reconnect: retry_now() ends the wait
 
     # --- reading -------------------------------------------------------------------------
     @property
@@ -82,6 +85,13 @@ class HostLink:
 
     def reconnect_in_s(self) -> float | None:
         return None if self.reconnect_at is None else max(0.0, self.reconnect_at - time.monotonic())
+
+    def retry_now(self) -> bool:
+        """End the wait before the next reconnection attempt; False when the link is not waiting."""
+        if self._retry is None or self._retry.is_set():
+            return False
+        self._retry.set()
+        return True
 
     def _changed(self) -> None:
         self.version += 1
@@ -140,7 +150,7 @@ class HostLink:
 
     async def run(self) -> None:
         """Stay connected until :meth:`close`. Raises what needs the user (see module doc)."""
-        backoff = BACKOFF_START_S
+        backoff = None  # the next wait: None for the first after a good connection
         while not self._closing:
             try:
                 await self._connect()
@@ -149,10 +159,11 @@ class HostLink:
             except (ConnectError, Disconnected, AgentCallError, OSError) as exc:
                 if not self._connected_once:
                     raise  # a first connection that fails is the user's to retry
+                backoff = backoff or self.backoff_start_s
                 await self._wait_backoff(backoff, str(exc))
                 backoff = min(BACKOFF_MAX_S, backoff * 2)
                 continue
-            backoff = BACKOFF_START_S
+            backoff = None
             pinger = asyncio.create_task(self._ping_loop())
             try:
                 await self.session.client.closed.wait()
@@ -164,6 +175,7 @@ class HostLink:
             await self.session.close()
             self.session = None
             self.reconnects += 1
+            backoff = backoff or self.backoff_start_s
             await self._wait_backoff(backoff, reason)
             backoff = min(BACKOFF_MAX_S, backoff * 2)
         self.state = LinkState.CLOSED
@@ -173,8 +185,16 @@ class HostLink:
         self.state = LinkState.RECONNECTING
         self.message = reason
         self.reconnect_at = time.monotonic() + seconds
+        self._retry = asyncio.Event()
         self._changed()
-        await asyncio.sleep(seconds)
+        try:
+            await asyncio.wait_for(self._retry.wait(), seconds)
+        except asyncio.TimeoutError:
+            pass
+        finally:
+            self._retry = None
+            self.reconnect_at = None
+            self._changed()
 
     def reply_age_s(self) -> float | None:
         """Seconds since the host last sent anything on the current session (None when there is none)."""
@@ -210,7 +230,48 @@ class HostLink:
         that hold its port or GPUs (see :meth:`ServerControl.switch`)."""
         self.switch = SwitchProgress(profile.name, "starting")
         self._changed()
-        return await self.control().switch(profile, force=force, stop_external=stop_external)
+        control = self.control()
+        prior = (self.servers.get(profile.name) or {}).get("started_at")  # a run of the same name before this one
+        began = time.monotonic()
+        try:
+            return await control.switch(profile, force=force, stop_external=stop_external)
+        except Disconnected:
+            if self._closing:
+                raise
+            return await self._switch_outcome(profile.name, control.session, prior, began)
+
+    async def _switch_outcome(self, name: str, dropped: Session, prior: float | None, began: float) -> dict:
+        """A switch whose connection dropped: the server it launched is detached and goes on loading on the
+        host, so the outcome is that server's record once the link is back (ready, failed, ...), not the drop."""
+        while True:
+            if self._closing or self.state is LinkState.CLOSED:
+                raise Disconnected(f"The connection to {self.target.label} closed during the switch to {name}.")
+            if not self.connected or self.session is None or self.session is dropped:
+                await asyncio.sleep(OUTCOME_POLL_S)  # waiting for the reconnection
+                continue
+            rec = self.servers.get(name)  # from the new agent, which re-adopts the server; events keep it current
+            if rec is None or rec.get("started_at") == prior:
+                raise Disconnected(f"The connection to {self.target.label} dropped before {name} was started; "
+                                   "switch to it again.")
+            if rec.get("state") not in ("starting", "loading"):
+                break
+            await asyncio.sleep(OUTCOME_POLL_S)
+        total = time.monotonic() - began
+        sw = self.switch
+        if sw is not None and sw.target == name:
+            sw.stage, sw.detail, sw.elapsed_s = rec["state"], None, total
+            sw.history.append((rec["state"], total))
+            self._changed()
+        return {"server": rec, "total_s": total, "reconnected": True}
+
+    async def set_gpu_interval(self, interval_s: float) -> float:
+        """Change the GPU telemetry interval of the live stream (and of every reconnection); the agent's answer."""
+        self.gpu_interval_s = interval_s
+        self._changed()
+        if self.session is None or not self.connected:
+            return interval_s  # the next connection subscribes at this rate
+        reply = await self.session.client.call("gpu.subscribe", {"interval_s": interval_s})
+        return float(reply.get("interval_s", interval_s))
 
     async def stop(self, name: str, *, confirmed: list[list[int]] | None = None) -> dict:
         return await self.control().stop(name, confirmed=confirmed)

@@ -7,6 +7,7 @@ import sys
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
 from spectui.core.agent_bundle import build_bundle
 from spectui.core.errors import AuthFailed, HostKeyError, KeyPassphraseNeeded, SpectuiError
@@ -15,6 +16,9 @@ from spectui.core.rpc import AgentClient
 from spectui.core.transport.base import Transport
 from spectui.core.transport.local import LocalTransport
 from spectui.core.transport.ssh import SshOptions, SshTransport
+
+if TYPE_CHECKING:
+    from spectui.core.demo_ports import DemoPorts
 
 
 @dataclass
@@ -28,10 +32,11 @@ class HostTarget:
     simulated: bool = False
     state_dir: str | None = None         # the host's state folder
     gpu_source: str = "auto"
+    ports: DemoPorts | None = None       # the demo's profile ports moved off taken ones (spectui.core.demo_ports)
 
     @classmethod
-    def demo(cls, state_dir: str | None = None) -> "HostTarget":
-        return cls(kind="demo", simulated=True, state_dir=state_dir or demo_state_dir())
+    def demo(cls, state_dir: str | None = None, ports: DemoPorts | None = None) -> "HostTarget":
+        return cls(kind="demo", simulated=True, state_dir=state_dir or demo_state_dir(), ports=ports)
 
     @property
     def label(self) -> str:

@@ -11,6 +11,15 @@ from dataclasses import dataclass, field
 class GpuProcess:
     pid: int
     used_mib: float | None
+    user: str | None = None      # None: not readable on the host (another PID namespace, exited, not ours)
+    command: str | None = None
+    pgid: int | None = None      # matches a server's process group
+
+    @classmethod
+    def from_dict(cls, d: dict) -> "GpuProcess":
+        pgid = d.get("pgid")
+        return cls(int(d["pid"]), d.get("used_mib"), d.get("user"), d.get("command"),
+                   int(pgid) if isinstance(pgid, int) else None)
 
 
 @dataclass(frozen=True)
@@ -41,7 +50,7 @@ class GpuSample:
             power_limit_w=d.get("power_limit_w"),
             temp_c=d.get("temp_c"),
             sm_clock_mhz=d.get("sm_clock_mhz"),
-            processes=None if procs is None else tuple(GpuProcess(int(p["pid"]), p.get("used_mib")) for p in procs),
+            processes=None if procs is None else tuple(GpuProcess.from_dict(p) for p in procs),
         )
 
 

@@ -39,13 +39,17 @@ from spectui.ui.actions.bench import BenchActions
 from spectui.ui.actions.found import FoundServerActions
 from spectui.ui.actions.probe import ProbeActions
 from spectui.ui.actions.source import SourceActions
+from spectui.ui.again import AgainCommands
 from spectui.ui.draw import Styles
+from spectui.ui.gpu_processes import gpu_processes_view
 from spectui.ui.logbuffer import LogBuffer
 from spectui.ui.palette import ProfileCommands
 from spectui.ui.screens.confirm import ConfirmScreen
 from spectui.ui.screens.connecting import ConnectingScreen
 from spectui.ui.screens.dashboard import DashboardScreen
+from spectui.ui.screens.describe import DescribeScreen
 from spectui.ui.screens.dialogs import FailureScreen, HostKeyChangedScreen, HostKeyScreen, PassphraseScreen
+from spectui.ui.screens.gpuprocs import GpuProcsScreen
 from spectui.ui.screens.help import HelpScreen
 from spectui.ui.screens.logs import LogScreen
 from spectui.ui.usersettings import SettingsInConsole
@@ -53,6 +57,7 @@ from spectui.ui.usersettings import SettingsInConsole
 REFRESH_HZ = 4.0
 LOG_POLL_S = 1.0
 SERVER_INTERVAL_S = 1.0  # server frames; --telemetry-hz sets the GPU rate only
+TELEMETRY_RATES_HZ = (1.0, 2.0, 5.0, 10.0)  # + and - step through these
 TRAFFIC_CONCURRENCY = (1, 4, 16)  # c cycles; the first is the default (the story's figures are at 1)
 LIVE = snapshots.LIVE
 
@@ -64,15 +69,19 @@ class SpectuiApp(BenchActions, ProbeActions, SourceActions, FoundServerActions, 
 
     def __init__(self, target: HostTarget, *, library: ProfileLibrary | None = None, keep: bool = False,
                  telemetry_hz: float = 1.0, traffic: bool = True, refresh_hz: float = REFRESH_HZ,
-                 history: int = 3600, settings: Settings | None = None) -> None:
+                 history: int = 3600, settings: Settings | None = None, again: AgainCommands | None = None) -> None:
         super().__init__()
         self.target = target
+        self.again = again or AgainCommands.of_target(target)  # the commands the quit note suggests
         self.demo = target.kind == "demo"
         self.keep = keep
         self.library = library if library is not None else load_profiles()
         self.profiles: list[Profile] = list(self.library)
         self.profile_errors = [str(e) for e in self.library.errors]
         self.telemetry = telemetry_hz > 0  # 0: no telemetry at all (a CPU baseline, or a slow link)
+        self.telemetry_hz = telemetry_hz    # + and - change it on the live link
+        self.paused = False                 # z: the panels hold still while telemetry keeps arriving
+        self.profile_filter = ""            # F: the profile list shows only the rows this matches
         self.gpu_interval_s = max(0.1, 1.0 / telemetry_hz) if self.telemetry else 1.0
         self._telemetry_session = None
         self.refresh_hz = refresh_hz
@@ -229,8 +238,10 @@ class SpectuiApp(BenchActions, ProbeActions, SourceActions, FoundServerActions, 
             self._telemetry_session = link.session
             self._telemetry_off()
         screen = self.screen
-        if isinstance(screen, LogScreen):
+        if isinstance(screen, (LogScreen, DescribeScreen)):
             screen.sync()
+        elif isinstance(screen, GpuProcsScreen):
+            screen.show(self.header_view(), None if self.paused else gpu_processes_view(link))
         self.sync_bench()
         if not self.dashboard_visible():
             return
@@ -239,6 +250,10 @@ class SpectuiApp(BenchActions, ProbeActions, SourceActions, FoundServerActions, 
             return
         self._seen = key
         self.refreshes += 1
+        if self.paused:  # the header says so and the banner keeps the connection's news; the rest holds still
+            self.dashboard.show({"banner": snapshots.banner_view(link, self.activity_text()),
+                                 "header": self.header_view()})
+            return
         self.dashboard.show(self.build_views())
 
     def refresh_now(self) -> None:
@@ -257,13 +272,10 @@ class SpectuiApp(BenchActions, ProbeActions, SourceActions, FoundServerActions, 
                      and link.switch.target not in self.switch_errors else None)
         views: dict[str, object] = {
             "banner": snapshots.banner_view(link, self.activity_text()),
-            "header": snapshots.header_view(link, traffic=self.traffic_on if self.traffic_available else None,
-                                            busy=None if self.bench_measuring() else self.busy,  # the banner says
-                                            interconnect=self.interconnect,
-                                            traffic_paused=self.bench_measuring() and self.traffic_wanted,
-                                            traffic_streams=self.traffic_concurrency),
+            "header": self.header_view(),
             "profiles": snapshots.profiles_view(link, self.profiles, self.highlight, self.profile_errors, switching,
-                                                self.marked, self.compare_baseline(), self.found_servers()),
+                                                self.marked, self.compare_baseline(), self.found_servers(),
+                                                self.profile_filter),
             "gpus": snapshots.gpu_view(link),
             "server": snapshots.server_view(link, name, profile, switch_result=self.switch_results.get(name or ""),
                                             switch_started=self.switch_started, stopped_name=self.switch_stopped,
@@ -286,6 +298,72 @@ class SpectuiApp(BenchActions, ProbeActions, SourceActions, FoundServerActions, 
             self._found_highlighted = found
             self.dashboard.refresh_bindings()
         return views
+
+    def header_view(self):
+        link = self.link
+        return snapshots.header_view(link, traffic=self.traffic_on if self.traffic_available else None,
+                                     busy=None if self.bench_measuring() else self.busy,  # the banner says
+                                     interconnect=self.interconnect,
+                                     traffic_paused=self.bench_measuring() and self.traffic_wanted,
+                                     traffic_streams=self.traffic_concurrency,
+                                     telemetry_hz=self.telemetry_hz if self.telemetry else None, paused=self.paused)
+
+    # --- pause, telemetry rate, profile filter ------------------------------------------------------------------------
+    def toggle_pause(self) -> None:
+        """z: hold the panels still (telemetry keeps arriving), or let them catch up."""
+        self.paused = not self.paused
+        self.notify("Display paused: telemetry keeps arriving; press z again to catch up." if self.paused
+                    else "Display resumed.")
+        self.refresh_now()
+
+    def step_telemetry_rate(self, step: int) -> None:
+        """+ and -: the next GPU telemetry rate of TELEMETRY_RATES_HZ, applied to the live link."""
+        if not self.telemetry:
+            self.notify("GPU telemetry is off (--telemetry-hz 0); start spectui with a rate to change it.",
+                        severity="warning")
+            return
+        hz = self.telemetry_hz
+        choices = [r for r in TELEMETRY_RATES_HZ if (r > hz if step > 0 else r < hz)]
+        if not choices:
+            end = "fastest" if step > 0 else "slowest"
+            self.notify(f"GPU telemetry is at {hz:g} Hz, the {end} offered here.", severity="warning")
+            return
+        self.telemetry_hz = choices[0] if step > 0 else choices[-1]
+        self.gpu_interval_s = 1.0 / self.telemetry_hz
+        self._apply_telemetry_rate(self.gpu_interval_s)
+        self.refresh_now()
+
+    @work(group="telemetry-rate", exclusive=True, exit_on_error=False)
+    async def _apply_telemetry_rate(self, interval_s: float) -> None:
+        link = self.link
+        if link is None:
+            return
+        try:
+            got = await link.set_gpu_interval(interval_s)
+            self.notify(f"GPU telemetry: {1.0 / got:g} Hz.")
+        except (SpectuiError, OSError) as exc:
+            self.notify(f"GPU telemetry stays at the old rate until the connection is back ({exc}); "
+                        f"it then runs at {1.0 / interval_s:g} Hz.", severity="warning")
+        self.refresh_now()
+
+    def set_profile_filter(self, text: str) -> None:
+        """F: show only the profile rows ``text`` matches, keeping the highlighted row where it is still shown."""
+        name = self.highlighted_name()
+        self.profile_filter = text
+        names = self.row_names()
+        self.highlight = names.index(name) if name in names else 0
+        self.refresh_now()
+
+    def highlight_row(self, name: str) -> None:
+        """Highlight ``name``'s row; a profile filter that hides it ends."""
+        if name not in self.row_names() and self.profile_filter:
+            if self.dashboard is not None:
+                self.dashboard.end_profile_filter()
+            self.profile_filter = ""
+        names = self.row_names()
+        if name in names:
+            self.highlight = names.index(name)
+            self.refresh_now()
 
     # --- logs -----------------------------------------------------------------------------------------------------------
     def _log_target(self) -> str | None:
@@ -352,7 +430,7 @@ class SpectuiApp(BenchActions, ProbeActions, SourceActions, FoundServerActions, 
     def move_highlight(self, step: int) -> None:
         rows = len(self.row_names())
         if rows:
-            self.highlight = (self.highlight + step) % rows
+            self.highlight = max(0, min(rows - 1, self.highlight + step))  # stops at the ends, as htop and k9s do
             self.refresh_now()
 
     def set_highlight(self, index: int) -> None:
@@ -363,6 +441,8 @@ class SpectuiApp(BenchActions, ProbeActions, SourceActions, FoundServerActions, 
     def reload_profiles(self) -> None:
         """Read the profile folders again (after an import), keeping the highlighted row's name."""
         self.library = load_profiles()
+        if self.target.ports is not None:  # the demo's ports stay where they moved when it started
+            self.library = self.target.ports.apply(self.library)
         self.profiles = list(self.library)
         self.profile_errors = [str(e) for e in self.library.errors]
 
@@ -370,7 +450,7 @@ class SpectuiApp(BenchActions, ProbeActions, SourceActions, FoundServerActions, 
         if not 1 <= number <= len(self.profiles):
             self.notify(f"There is no profile {number} (there are {len(self.profiles)}).", severity="warning")
             return
-        self.set_highlight(number - 1)
+        self.highlight_row(self.profiles[number - 1].name)
         self.request_switch(self.profiles[number - 1].name)
 
     def _ready_link(self) -> HostLink | None:
@@ -417,9 +497,7 @@ class SpectuiApp(BenchActions, ProbeActions, SourceActions, FoundServerActions, 
         self.switch_stopped = ", ".join(n for n in stopping if n != profile.name) or None
         self.switch_results.pop(profile.name, None)
         self.switch_errors.pop(profile.name, None)
-        for i, p in enumerate(self.profiles):
-            if p.name == profile.name:
-                self.highlight = i
+        self.highlight_row(profile.name)
         self.refresh_now()
         try:
             problems = await check_on_host(link.session, profile)
@@ -598,6 +676,18 @@ class SpectuiApp(BenchActions, ProbeActions, SourceActions, FoundServerActions, 
     def open_help(self) -> None:
         self.push_screen(HelpScreen())
 
+    def open_gpu_processes(self) -> None:
+        self.push_screen(GpuProcsScreen())
+
+    def open_describe(self) -> None:
+        """d: the highlighted row's server in full (``spectui servers describe``)."""
+        name = self.highlighted_name()
+        if name is None or self.link is None or name not in self.link.servers:
+            self.notify(f"{name or 'This profile'} has not run on this host: nothing to describe yet (switch to it "
+                        "first).", severity="warning")
+            return
+        self.push_screen(DescribeScreen(name))
+
     def open_logs(self) -> None:
         name = self.focus() if self.link else None
         if name is None or self.link is None or name not in self.link.servers:
@@ -608,7 +698,9 @@ class SpectuiApp(BenchActions, ProbeActions, SourceActions, FoundServerActions, 
 
     # --- palette --------------------------------------------------------------------------------------------------------------------------
     def get_system_commands(self, screen: Screen) -> Iterable[SystemCommand]:
-        yield from super().get_system_commands(screen)
+        ours = {keys.palette_title(b).lower() for b in keys.DASHBOARD} if self.dashboard is not None else set()
+        # Textual's own (theme, screenshot, ...), less those the console's keys already offer (Quit)
+        yield from (c for c in super().get_system_commands(screen) if c.title.lower() not in ours)
         if self.dashboard is None:
             return
         for b in keys.DASHBOARD:
@@ -634,6 +726,16 @@ class SpectuiApp(BenchActions, ProbeActions, SourceActions, FoundServerActions, 
         async def run() -> None:
             await self.run_action(action, self.dashboard)
         return run
+
+    def retry_now(self) -> None:
+        """Cut short the wait before the next reconnection attempt (R)."""
+        link = self.link
+        if link is not None and link.retry_now():
+            self.notify("Reconnecting now.")
+        elif link is not None and link.connected:
+            self.notify("Connected: there is nothing to retry.")
+        else:
+            self.notify("Not waiting to reconnect: an attempt is under way.")
 
     # --- quitting ---------------------------------------------------------------------------------------------------------------------------
     async def action_quit(self) -> None:
@@ -673,20 +775,16 @@ class SpectuiApp(BenchActions, ProbeActions, SourceActions, FoundServerActions, 
                     if live:
                         desc = ", ".join(f"{s['name']} ({s['state']}, port {s.get('port')})" for s in live)
                         note = (f"spectui: the servers keep running on {where}: {desc}. "
-                                + ("`spectui demo` re-adopts them; `spectui servers stop --demo` stops them."
-                                   if self.demo else
-                                   f"`spectui connect {link.target.label}` re-adopts them; "
-                                   f"`spectui servers stop --host {link.target.label}` stops them."))
+                                + f"`{self.again.reopen}` re-adopts them; `{self.again.stop}` stops them.")
                     else:
                         note = f"spectui: no server is running on {where}."
                     job = self.bench_job
                     if job is not None and job.active and job.run_id:
-                        note += (f" The benchmark run {job.run_id} goes on there; `spectui bench --collect "
-                                 f"{'--demo' if self.demo else '--host ' + link.target.label}` saves it "
+                        note += (f" The benchmark run {job.run_id} goes on there; `{self.again.collect}` saves it "
                                  f"when it ends.")
             elif self.demo and not self.keep and link is not None and link.servers:
                 note = ("spectui demo: not connected, so the simulated servers could not be stopped; "
-                        "`spectui servers stop --demo` stops them.")
+                        f"`{self.again.stop}` stops them.")
         except (SpectuiError, OSError) as exc:
             note = f"spectui: while quitting: {exc}"
         finally:

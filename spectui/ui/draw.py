@@ -109,10 +109,64 @@ class Row:
     def plain(self) -> str:
         return "".join(t for t, _ in self.runs)
 
+    def fold(self, width: int, indent: int = 2) -> list["Row"]:
+        """This row as rows at most ``width`` cells wide, never cutting a value: a row that does not
+        fit breaks between its runs (a run is one value or label), a run wider than a whole row
+        breaks at its spaces, and only a word wider than a row breaks inside. Continuation rows
+        start with ``indent`` spaces."""
+        if self.width <= width or width <= 0:
+            return [self]
+        indent = min(indent, max(0, width // 4))
+        rows = [Row()]
+        for text, style in self.runs:
+            for piece in _pieces(text, width - indent):
+                row = rows[-1]
+                if row.width + cell_len(piece) > width:
+                    piece = piece.lstrip(" ")
+                    if not piece:
+                        continue
+                    if row.plain.strip():
+                        row = Row()
+                        rows.append(row)
+                    if row.width + cell_len(piece) > width or len(rows) > 1:
+                        row.runs, row.width = [(" " * indent, None)] if indent else [], indent
+                row.runs.append((piece, style))
+                row.width += cell_len(piece)
+        for row in rows:  # a space that ended up last on a row is no value
+            while row.runs and row.width > width and row.runs[-1][0].endswith(" "):
+                text, style = row.runs.pop()
+                row.width -= cell_len(text)
+                if text.rstrip(" "):
+                    row.runs.append((text.rstrip(" "), style))
+                    row.width += cell_len(text.rstrip(" "))
+        return rows
+
     def strip(self, width: int, base: Style | None = None) -> Strip:
         segments = [Segment(t, s) for t, s in self.runs]
         strip = Strip(segments, self.width).crop_extend(0, width, None)
         return strip.apply_style(base) if base is not None else strip
+
+
+def _pieces(text: str, room: int) -> list[str]:
+    """``text`` whole if it fits in ``room`` cells, else split after its spaces (words keep their
+    trailing space), and a word wider than ``room`` in ``room``-cell parts."""
+    if cell_len(text.lstrip(" ")) <= room or room <= 0:
+        return [text]
+    out: list[str] = []
+    for word in text.split(" "):
+        out.append(word + " ")
+    out[-1] = out[-1][:-1]
+    pieces: list[str] = []
+    for word in out:
+        while cell_len(word.rstrip(" ")) > room:
+            cut = room
+            while cut > 1 and cell_len(word[:cut]) > room:
+                cut -= 1
+            pieces.append(word[:cut])
+            word = word[cut:]
+        if word:
+            pieces.append(word)
+    return pieces
 
 
 # --- numbers --------------------------------------------------------------------------------------

@@ -60,6 +60,24 @@ DASHBOARD = [
             tooltip="Demo only: cycle the background load's concurrent requests, 1 / 4 / 16"),
     Binding("a", "rate_formula", "Rate formula", id="dashboard.rate_formula", show=False,
             tooltip="Show the accept rate in the other formula (the server's release decides the first)"),
+    Binding("R", "retry_now", "Retry now", id="dashboard.retry_now", show=False,
+            tooltip="While reconnecting: try again now instead of waiting"),
+    Binding("pageup", "page(-1)", "Page up", id="dashboard.page_up", show=False,
+            tooltip="Narrow terminals: scroll the stacked panels up a page"),
+    Binding("pagedown", "page(1)", "Page down", id="dashboard.page_down", show=False,
+            tooltip="Narrow terminals: scroll the stacked panels down a page"),
+    Binding("g", "gpu_processes", "GPU procs", id="dashboard.gpu_processes", show=False,
+            tooltip="Every GPU's processes: pid, user, GPU memory, the server each belongs to, command"),
+    Binding("d", "describe", "Describe", id="dashboard.describe", show=False,
+            tooltip="The highlighted server in full: command, env keys, log, start time, pid, origin, GPUs, port"),
+    Binding("z", "pause", "Pause", id="dashboard.pause", show=False,
+            tooltip="Pause or resume the display (telemetry keeps arriving; the panels catch up on resume)"),
+    Binding("plus", "telemetry_faster", "Faster", id="dashboard.telemetry_faster", show=False,
+            tooltip="Raise the GPU telemetry rate: 1, 2, 5, 10 Hz (the header shows it)"),
+    Binding("minus", "telemetry_slower", "Slower", id="dashboard.telemetry_slower", show=False,
+            tooltip="Lower the GPU telemetry rate: 10, 5, 2, 1 Hz"),
+    Binding("F", "filter_profiles", "Find", id="dashboard.filter_profiles", show=False,
+            tooltip="Filter the profile list by name, algorithm or model (escape clears)"),
     Binding("question_mark", "help", "Help", id="dashboard.help", tooltip="Show every key"),
     Binding("q", "quit_console", "Quit", id="dashboard.quit",
             tooltip="Quit (servers on a real host keep running; the demo stops its own)"),
@@ -72,6 +90,8 @@ LOGS = [
     Binding("w", "toggle_wrap", "Wrap", id="logs.wrap", tooltip="Wrap long lines on or off"),
     Binding("f", "toggle_follow", "Follow", id="logs.follow", tooltip="Follow new lines on or off"),
     Binding("ctrl+s", "save", "Save", id="logs.save", tooltip="Save the log to a local file"),
+    Binding("y", "copy_line", "Copy line", id="logs.copy",
+            tooltip="Copy the line of the current search match, else the last line shown, to the clipboard"),
     Binding("escape,q", "close", "Back", id="logs.back", tooltip="Back to the dashboard"),
 ]
 
@@ -104,6 +124,18 @@ SOURCE = [
     Binding("escape,q", "close", "Back", id="source.back", tooltip="Back to the dashboard"),
 ]
 
+GPU_PROCESSES = [
+    Binding("z", "pause", "Pause", id="gpu_processes.pause",
+            tooltip="Pause the display or resume it (telemetry keeps arriving)"),
+    Binding("escape,q,g", "close", "Back", id="gpu_processes.back", tooltip="Back to the dashboard"),
+]
+
+DESCRIBE = [
+    Binding("y", "copy", "Copy command", id="describe.copy",
+            tooltip="Copy the server's command line to the clipboard (secret values stay masked)"),
+    Binding("escape,q,d", "close", "Back", id="describe.back", tooltip="Back to the dashboard"),
+]
+
 PICKER = [Binding("escape", "cancel", "Cancel", id="picker.cancel", tooltip="Close without choosing")]
 
 CLOSE = [Binding("escape,q,question_mark", "close", "Close", id="help.close", tooltip="Close this screen")]
@@ -118,15 +150,19 @@ PALETTE_HELP = "Command palette: Switch to / Stop for each profile, and every ke
 
 # Groups shown by the help screen, in order.
 HELP_GROUPS = (("Dashboard", DASHBOARD), ("Log screen", LOGS), ("Benchmark screen", BENCH),
-               ("Source screen", SOURCE))
+               ("Source screen", SOURCE), ("GPU process screen", GPU_PROCESSES), ("Describe screen", DESCRIBE))
 
 # Actions that make sense as palette commands (digits and movement do not).
 PALETTE_ACTIONS = ("switch", "stop", "adopt", "import_profile", "restart", "logs", "filter", "source", "bench", "compare", "results", "probe",
-                   "traffic", "help", "quit_console")
+                   "traffic", "retry_now", "gpu_processes", "describe", "pause", "telemetry_faster",
+                   "telemetry_slower", "filter_profiles", "help", "quit_console")
 # A palette title where the footer's short label would not say enough.
 PALETTE_TITLES = {"probe": "Run verify-cost probe", "bench": "Benchmark the ready server",
                   "adopt": "Adopt the highlighted server", "import_profile": "Import a profile from the server",
-                  "compare": "Compare the marked profiles", "results": "Benchmark results"}
+                  "compare": "Compare the marked profiles", "results": "Benchmark results",
+                  "gpu_processes": "GPU processes", "describe": "Describe the highlighted server",
+                  "pause": "Pause or resume the display", "telemetry_faster": "GPU telemetry faster",
+                  "telemetry_slower": "GPU telemetry slower", "filter_profiles": "Filter the profile list"}
 
 
 def key_names(binding: Binding, keymap: dict[str, str] | None = None) -> list[str]:
@@ -152,7 +188,7 @@ def palette_title(binding: Binding) -> str:
 
 # --- the keymap of the settings file ---------------------------------------------------------------------------------
 # The screens whose keys share one keymap id space, each checked for two bindings on one key.
-KEYMAP_GROUPS = (DASHBOARD, LOGS, BENCH, SOURCE, PICKER, CLOSE, CONFIRM)
+KEYMAP_GROUPS = (DASHBOARD, LOGS, BENCH, SOURCE, GPU_PROCESSES, DESCRIBE, PICKER, CLOSE, CONFIRM)
 _MODIFIERS = ("ctrl", "shift", "alt", "meta", "super", "hyper")
 # Named keys Textual reports: escape, enter, f1..f24, up, pageup, ... and printable characters by name
 # (question_mark, slash, space, ...), as textual.keys._character_to_key names them.

@@ -10,6 +10,7 @@ import math
 import time
 from collections.abc import Sequence
 
+from spectui.core.demo_ports import DemoPorts
 from spectui.core.live import HostLink, LinkState
 from spectui.core.profiles import Profile
 from spectui.core.server_frames import Measured, ServerFrame, ServerSeries
@@ -88,7 +89,8 @@ REPLY_LATE_S = 3.0  # the host pings every 2 s: silence this long shows as "last
 
 
 def header_view(link: HostLink, *, traffic: bool | None, busy: str | None, interconnect: str | None = None,
-                traffic_paused: bool = False, traffic_streams: int | None = None) -> HeaderView:
+                traffic_paused: bool = False, traffic_streams: int | None = None,
+                telemetry_hz: float | None = None, paused: bool = False) -> HeaderView:
     facts = link.facts or {}
     frame = link.gpu
     gpus = frame.gpus if frame is not None and frame.gpus else ()
@@ -97,12 +99,23 @@ def header_view(link: HostLink, *, traffic: bool | None, busy: str | None, inter
     if not count and facts.get("gpus"):
         count = len(facts["gpus"])
         model = facts["gpus"][0].get("name")
-    sglang = (facts.get("sglang") or {}).get("version")
+    found = facts.get("sglang") or {}
+    sglang = found.get("version")
     if not sglang:
         for s in link.series.values():
             if s.latest is not None and s.latest.version:
                 sglang = s.latest.version
                 break
+    sglang_note = None
+    if not sglang:  # what the host's facts say, never a bare "?"
+        if not facts:
+            sglang_note = "SGLang …"  # facts not read yet
+        elif found.get("installed"):
+            sglang_note = "SGLang version unknown"
+        elif facts.get("simulated", link.target.simulated):
+            sglang_note = "SGLang"  # followed by "(simulated)"; a server's /server_info gives the version
+        else:
+            sglang_note = "SGLang not found"
     host = "demo host" if link.target.kind == "demo" else link.target.label
     hostname = facts.get("hostname")
     if link.target.kind == "ssh" and hostname and hostname not in host:
@@ -112,7 +125,12 @@ def header_view(link: HostLink, *, traffic: bool | None, busy: str | None, inter
     silent = int(age) if age is not None and age >= REPLY_LATE_S else None
     return HeaderView(host, link.target.kind, bool(facts.get("simulated", link.target.simulated)), model, count,
                       sglang, link.state.value, rtt, traffic, busy, interconnect, traffic_paused, traffic_streams,
-                      silent)
+                      silent, sglang_note, *_ports_notes(link.target.ports), telemetry_hz=telemetry_hz, paused=paused)
+
+
+def _ports_notes(ports: DemoPorts | None) -> tuple[str | None, str | None]:
+    """The header's word on the demo's moved ports, long and short; none when nothing moved."""
+    return (ports.note, ports.short_note) if ports is not None else (None, None)
 
 
 def banner_view(link: HostLink, activity: str | None = None) -> BannerView:
@@ -120,7 +138,7 @@ def banner_view(link: HostLink, activity: str | None = None) -> BannerView:
     if link.state is LinkState.RECONNECTING:
         wait = link.reconnect_in_s()
         reason = (link.message or f"Disconnected from {link.target.label}").strip()
-        if not reason.endswith("."):
+        if not reason.endswith((".", "?", "!")):
             reason += "."
         when = f"reconnecting in {math.ceil(wait)} s" if wait is not None and wait > 0 else "reconnecting now"
         return BannerView(f"{reason} {when[0].upper()}{when[1:]} · the values shown are stale")
@@ -157,9 +175,18 @@ def found_row(rec: dict) -> ProfileRow:
                       one_line(str(rec.get("model") or "")), False, str(rec.get("origin")))
 
 
+def row_shown(only: str, name: str, algorithm: str | None, model: str | None) -> bool:
+    """The profile filter (F): every word of ``only`` is in the row's name, algorithm or model, case ignored."""
+    if not only.strip():
+        return True
+    text = " ".join((name, algorithm or "", model or "")).lower()
+    return all(word in text for word in only.lower().split())
+
+
 def profiles_view(link: HostLink | None, profiles: Sequence[Profile], highlight: int, errors: Sequence[str],
                   switching: str | None, marked: Sequence[str] = (), baseline: str | None = None,
-                  found: Sequence[dict] = ()) -> ProfilesView:
+                  found: Sequence[dict] = (), only: str = "") -> ProfilesView:
+    """The profile rows, then the found servers'; ``only``: the profile filter (F), rows keeping their numbers."""
     rows = []
     servers = link.servers if link is not None else {}
     for i, p in enumerate(profiles):
@@ -169,8 +196,9 @@ def profiles_view(link: HostLink | None, profiles: Sequence[Profile], highlight:
                                _loading_percent(rec, state), one_line(p.description), one_line(p.model),
                                p.name in marked))
     rows += [found_row(rec) for rec in found]
+    rows = [r for r in rows if row_shown(only, r.name, r.algorithm, r.model)]
     return ProfilesView(tuple(rows), highlight, switching, tuple(errors), tuple(marked),
-                        baseline if marked else None)
+                        baseline if marked else None, only.strip())
 
 
 # --- GPUs -------------------------------------------------------------------------------------------------------
@@ -402,6 +430,11 @@ def spec_view(link: HostLink, name: str | None, profile: Profile | None, breakev
         msg = "no data: waiting for server telemetry" if state == "ready" else f"no data ({name} is {state})"
         return SpecView(name, algo, settings, message=msg, stale=not link.connected,
                         predicted=predicted if algo else None)
+    ended = _no_server(link, name)
+    if ended is not None:  # the last figures are the last run's, never shown as current ones
+        last = frame.accept_length.value if frame.accept_length is not None and algo else None
+        figures = (f"accept length {last:.2f}",) if last is not None else ()
+        return SpecView(name, algo, settings, message="no server running", last_run=_last_run(ended, frame, figures))
     stale = _frame_stale(link, frame)
     if not algo:
         return SpecView(name, None, "", message="no speculative decoding: accept length is 1 by definition",
@@ -419,6 +452,25 @@ def spec_view(link: HostLink, name: str | None, profile: Profile | None, breakev
                     rates[:1], len(rates), pts, hi, breakeven, stale,
                     breakeven_note=breakeven_note or "L* (break-even): needs a baseline run here",
                     predicted=predicted, series_span_s=_span(link, len(pts)))
+
+
+def _no_server(link: HostLink, name: str) -> str | None:
+    """``alpha stopped at 14:02:11`` once the server a panel follows no longer runs; None while it runs."""
+    rec = link.servers.get(name)
+    state = (rec or {}).get("state")
+    if state in LIVE:
+        return None
+    ended = (rec or {}).get("ended_at")
+    return f"{name} {state or 'not running'}" + (f" at {_clock(ended)}" if ended else "")
+
+
+def _last_run(ended: str, frame: ServerFrame, figures: tuple[str, ...]) -> tuple[str, ...]:
+    """When the server ended, then its last figures under a label that says they are the last run's."""
+    return (ended, f"last run at {_clock(frame.received_at)}:", *figures) if figures else (ended,)
+
+
+def _clock(t: float) -> str:
+    return time.strftime("%H:%M:%S", time.localtime(t))
 
 
 def _span(link: HostLink, points: int) -> float | None:
@@ -441,6 +493,12 @@ def throughput_view(link: HostLink, name: str | None) -> ThroughputView:
         state = (link.servers.get(name) or {}).get("state", "stopped")
         msg = "no data: waiting for server telemetry" if state == "ready" else f"no data ({name} is {state})"
         return ThroughputView(name, message=msg, stale=not link.connected)
+    ended = _no_server(link, name)
+    if ended is not None:  # the last figures are the last run's, never shown as current ones
+        figures = tuple(f"{m.value:.1f} tok/s {label}" for m, label in ((frame.per_stream, "per stream"),
+                                                                       (frame.gen_throughput, "all streams"))
+                        if m is not None and m.value is not None)
+        return ThroughputView(name, message="no server running", last_run=_last_run(ended, frame, figures))
     pts = clean(series.per_stream.values(CHART_POINTS))
     return ThroughputView(name, value(frame.gen_throughput), pts, frame.running_req, frame.queue_req,
                           frame.token_usage, latency_view(frame.ttft_ms), latency_view(frame.itl_ms),

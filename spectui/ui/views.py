@@ -56,6 +56,11 @@ class HeaderView:
     traffic_paused: bool = False   # the demo traffic is paused while a benchmark measures
     traffic_streams: int | None = None  # concurrent demo requests (c cycles 1 / 4 / 16)
     reply_age_s: int | None = None  # whole seconds since the host last answered, once that is longer than a ping takes
+    sglang_note: str | None = None  # in place of the version while none is known: "SGLang not found", ...
+    ports_note: str | None = None  # the demo's taken ports moved: "demo: port 30000 taken, using 30100"
+    ports_short: str | None = None  # the same where the row is short: "ports 30100"
+    telemetry_hz: float | None = None  # the GPU telemetry rate (+ and - change it); None: telemetry off
+    paused: bool = False           # the display is paused (z): the panels hold still, telemetry goes on
 
 
 @dataclass(frozen=True)
@@ -86,6 +91,7 @@ class ProfilesView:
     errors: tuple[str, ...] = ()
     compare: tuple[str, ...] = ()  # the marked profiles in the order B compares them
     baseline: str | None = None    # which of them B takes as the baseline
+    only: str = ""                 # the profile filter (F): only the rows it matches are shown
 
 
 @dataclass(frozen=True)
@@ -195,6 +201,7 @@ class SpecView:
     breakeven_note: str = ""
     predicted: PredictedLStar | None = None
     series_span_s: float | None = None
+    last_run: tuple[str, ...] = ()  # once no server runs: when it ended, its last figures labelled as the last run's
 
 
 @dataclass(frozen=True)
@@ -211,6 +218,7 @@ class ThroughputView:
     message: str | None = None
     per_stream: Value = field(default_factory=lambda: Value(None))
     series_span_s: float | None = None      # the time the chart spans (its x axis)
+    last_run: tuple[str, ...] = ()          # once no server runs: when it ended, its last figures labelled as the last run's
 
 
 @dataclass(frozen=True)

@@ -1,5 +1,6 @@
 """End to end: the installed ``spectui demo`` in a real tmux, driven with send-keys, read with capture-pane."""
 
+import fcntl
 import json
 import os
 import re
@@ -9,6 +10,7 @@ import signal
 import socket
 import subprocess
 import sys
+import tempfile
 import time
 
 import pytest
@@ -30,8 +32,8 @@ class Tmux:
             raise AssertionError(f"tmux {' '.join(args)}: {r.stderr.strip()}")
         return r.stdout
 
-    def start(self, command: str) -> None:
-        self.run("new-session", "-d", "-s", self.session, "-x", "160", "-y", "50", command)
+    def start(self, command: str, size: tuple[int, int] = (160, 50)) -> None:
+        self.run("new-session", "-d", "-s", self.session, "-x", str(size[0]), "-y", str(size[1]), command)
         self.run("set-option", "-t", self.session, "remain-on-exit", "on")
 
     def screen(self, history: int = 0) -> str:
@@ -67,8 +69,52 @@ def row(text: str, name: str) -> str:
     return ""
 
 
-def demo_command(tmp_path):
-    """The state folder and the shell command that runs ``spectui demo`` on it, isolated."""
+def port_free(port: int) -> bool:
+    """Whether a server could listen on ``port`` now (as servers do, connections in TIME_WAIT do not count)."""
+    with socket.socket() as s:
+        s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        try:
+            s.bind(("127.0.0.1", port))
+        except OSError:
+            return False
+        return True
+
+
+def free_port_base(count: int = 4) -> int:
+    """The first of ``count`` free ports for ``--port-base``, from a range of this test worker's own (so that
+    tests in parallel never pick the same one), away from the shipped profiles' 30000 and the ports a taken
+    30000 moves to."""
+    worker = os.environ.get("PYTEST_XDIST_WORKER", "gw0")
+    start = 31000 + 1000 * int(worker[2:] if worker[2:].isdigit() else 0)
+    for base in range(start, start + 1000 - count, count):
+        if all(port_free(p) for p in range(base, base + count)):
+            return base
+    raise AssertionError(f"no {count} free ports from {start} to {start + 999} on this machine")
+
+
+def numbered_row(text: str, number: int, name: str) -> str:
+    """Profile row ``number`` when it shows ``name``, or the start of it where the column is narrow
+    (``2 kimi-ea…``)."""
+    for line in text.splitlines():
+        m = re.search(rf"\b{number} ({re.escape(name[:7])}\S*)", line)
+        if m and name.startswith(m.group(1).rstrip("…")) and any(mark in line for mark in "○●◐◌✗"):
+            return line
+    return ""
+
+
+def quit_demo(tmux: Tmux) -> str:
+    """Press q, wait for spectui to exit, and return the pane with its history (the exit note)."""
+    tmux.keys("q")
+    deadline = time.monotonic() + 60
+    while not tmux.dead() and time.monotonic() < deadline:
+        time.sleep(0.3)
+    assert tmux.dead(), "spectui did not exit after q:\n" + tmux.screen()
+    return tmux.screen(history=200)
+
+
+def demo_command(tmp_path, *extra: str):
+    """The state folder and the shell command that runs ``spectui demo`` on it, isolated (``extra``: more
+    arguments, such as ``--port-base N``)."""
     state = tmp_path / "demo-state"
     env = {
         "SPECTUI_CONFIG_DIR": str(tmp_path / "config"),
@@ -77,7 +123,8 @@ def demo_command(tmp_path):
     }
     # COLUMNS/LINES from the test runner's environment would override the pane's size
     cmd = " ".join(["env", "-u", "COLUMNS", "-u", "LINES", *[f"{k}={shlex.quote(v)}" for k, v in env.items()],
-                    shlex.quote(SPECTUI), "demo", "--state-dir", shlex.quote(str(state))])
+                    shlex.quote(SPECTUI), "demo", "--state-dir", shlex.quote(str(state)),
+                    *map(shlex.quote, extra)])
     return state, cmd
 
 
@@ -92,7 +139,7 @@ def kill_leftovers(state):
 @pytest.mark.timeout(240)
 def test_demo_switches_profiles_in_tmux_and_quitting_stops_the_servers(tmp_path):
     assert SPECTUI and TMUX, "needs the installed spectui and tmux (.ci/run installs tmux)"
-    state, cmd = demo_command(tmp_path)
+    state, cmd = demo_command(tmp_path, "--port-base", str(free_port_base()))
     tmux = Tmux()
     try:
         tmux.start(cmd)
@@ -112,12 +159,7 @@ def test_demo_switches_profiles_in_tmux_and_quitting_stops_the_servers(tmp_path)
         records = {p.stem: json.loads(p.read_text()) for p in (state / "servers").glob("*.json")}
         pids = [r["pid"] for r in records.values() if r.get("pid")]
         assert records["kimi-eagle3"]["state"] == "ready"
-        tmux.keys("q")
-        deadline = time.monotonic() + 60
-        while not tmux.dead() and time.monotonic() < deadline:
-            time.sleep(0.3)
-        assert tmux.dead(), "spectui did not exit after q:\n" + tmux.screen()
-        assert "stopped the simulated servers (kimi-eagle3)" in tmux.screen(history=200)
+        assert "stopped the simulated servers (kimi-eagle3)" in quit_demo(tmux)
         records = {p.stem: json.loads(p.read_text()) for p in (state / "servers").glob("*.json")}
         assert all(r["state"] == "stopped" for r in records.values()), records
         assert not any(pid_alive(p) for p in pids)
@@ -157,7 +199,7 @@ def readings(tmux: Tmux, seconds: float) -> tuple[list[float], list[float]]:
 def test_demo_tells_the_story_live_on_screen(tmp_path):
     """The live panels, read off the real terminal, show the story's figures for each profile."""
     assert SPECTUI and TMUX, "needs the installed spectui and tmux (.ci/run installs tmux)"
-    state, cmd = demo_command(tmp_path)
+    state, cmd = demo_command(tmp_path, "--port-base", str(free_port_base()))
     tmux = Tmux()
     seen = {}
     try:
@@ -198,66 +240,104 @@ def test_demo_tells_the_story_live_on_screen(tmp_path):
         kill_leftovers(state)
 
 
-DEMO_PORT = 30000  # the shipped kimi profiles' port
-
-
-def port_free(port: int) -> bool:
-    """Whether a server could listen on ``port`` now (as servers do, connections in TIME_WAIT do not count)."""
-    with socket.socket() as s:
-        s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-        try:
-            s.bind(("127.0.0.1", port))
-        except OSError:
-            return False
-        return True
-
-
 @pytest.mark.timeout(300)
 def test_demo_shows_a_server_started_by_hand_as_external_and_a_switch_onto_its_port_stops_it(tmp_path):
-    """A simulated server already holds port 30000 and GPUs 0-7 when the demo starts (started by hand, its
-    output in a file): the screen shows it as external with an accept length; switching to kimi-baseline
-    (port 30000) names it in the confirmation and stops it."""
+    """A simulated server started by hand (its output in a file) on the port and GPUs 0-7 of kimi-baseline (the
+    demo's port base): the screen shows it as external with an accept length; switching to kimi-baseline names
+    it in the confirmation and stops it."""
 
     assert SPECTUI and TMUX, "needs the installed spectui and tmux (.ci/run installs tmux)"
-    assert port_free(DEMO_PORT), (f"port {DEMO_PORT} is in use on this machine; this test needs it free (the demo's "
-                                  "kimi profiles use it): stop what listens there and run it again")
-    state, cmd = demo_command(tmp_path)
+    port = free_port_base()  # kimi-baseline's port: the lowest of the shipped profiles' ports
+    state, cmd = demo_command(tmp_path, "--port-base", str(port))
     state.mkdir(parents=True)
     argv = [sys.executable, "-m", "spectui.sim.server", "--model-path", "moonshotai/Kimi-K2.5", "--port",
-            str(DEMO_PORT), "--tp-size", "8", "--enable-metrics", "--sim-hardware", "pcie-8gpu", "--sim-load-time",
+            str(port), "--tp-size", "8", "--enable-metrics", "--sim-hardware", "pcie-8gpu", "--sim-load-time",
             "1", "--speculative-algorithm", "EAGLE3", "--speculative-draft-model-path",
             "lightseekorg/kimi-k2.5-eagle3", "--speculative-num-steps", "3", "--speculative-eagle-topk", "1",
             "--speculative-num-draft-tokens", "4"]
     env = dict(os.environ, SPECTUI_STATE_DIR=str(state))
     env.pop("CUDA_VISIBLE_DEVICES", None)
-    with open(tmp_path / "server.log", "ab") as out:
-        server = subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=out, stderr=subprocess.STDOUT, env=env,
-                                  start_new_session=True)
     tmux = Tmux()
+    server = None
     try:
-        tmux.start(cmd)
-        name = f"ext-{DEMO_PORT}"
+        tmux.start(cmd)  # the port base is free now: the demo takes it, then the hand-started server holds it
+        tmux.wait(lambda t: "connected" in t and "kimi-baseline" in t and "°C" in t, 60, "the dashboard")
+        with open(tmp_path / "server.log", "ab") as out:
+            server = subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=out, stderr=subprocess.STDOUT, env=env,
+                                      start_new_session=True)
+        name = f"ext-{port}"
         screen = tmux.wait(lambda t: "connected" in t and "● ready" in row(t, name) and ACCEPT.search(t), 90,
                            f"{name} ready with an accept length")
         assert "external" in row(screen, name) and "EAGLE3" in row(screen, name)
         assert f"Server · {name}" in screen and "spectui did not start it" in screen
         assert 1.0 <= float(ACCEPT.search(screen).group(1)) <= 4.0  # EAGLE3, 3 steps: at most 4 per step
-        tmux.keys("1")  # kimi-baseline: port 30000 and GPUs 0-7, both held by the hand-started server
+        tmux.keys("1")  # kimi-baseline: its port and GPUs 0-7, both held by the hand-started server
         screen = tmux.wait(lambda t: "Switch to kimi-baseline?" in t, 20, "the confirmation")
         assert f"{name} will be stopped" in screen and f"pid {server.pid}" in screen, screen
         tmux.keys("y")
         screen = tmux.wait(lambda t: "● ready" in row(t, "kimi-baseline"), 120, "kimi-baseline ready")
         assert server.wait(timeout=30) is not None and group_pids(server.pid) == []
-        tmux.keys("q")
-        deadline = time.monotonic() + 60
-        while not tmux.dead() and time.monotonic() < deadline:
-            time.sleep(0.3)
-        assert "stopped the simulated servers (kimi-baseline)" in tmux.screen(history=200)
+        assert "stopped the simulated servers (kimi-baseline)" in quit_demo(tmux)
     finally:
         tmux.kill()
+        if server is not None:
+            try:
+                os.killpg(server.pid, signal.SIGKILL)
+            except ProcessLookupError:
+                pass
+            server.wait(timeout=10)
+        kill_leftovers(state)
+
+
+HOLDER = ("import socket, sys\ns = socket.socket()\ns.bind(('127.0.0.1', 30000))\ns.listen()\n"
+          "print('listening', flush=True)\nsys.stdin.read()\n")
+
+
+@pytest.fixture
+def port_30000_taken(tmp_path):
+    """Port 30000 (the shipped kimi profiles') held by another process, a plain listening socket. Tests that
+    take it run one at a time across parallel workers (a lock file), so that the free ports their demos move
+    to are theirs alone."""
+    with open(os.path.join(tempfile.gettempdir(), "spectui-e2e-port-30000.lock"), "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        holder = subprocess.Popen([sys.executable, "-c", HOLDER], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                                  stderr=subprocess.PIPE, text=True)
         try:
-            os.killpg(server.pid, signal.SIGKILL)
-        except ProcessLookupError:
-            pass
-        server.wait(timeout=10)
+            if holder.stdout.readline().strip() != "listening":  # something else holds it already: taken all the same
+                assert not port_free(30000), holder.stderr.read()
+            assert not port_free(30000)
+            yield
+        finally:
+            holder.kill()
+            holder.wait(timeout=10)
+
+
+@pytest.mark.timeout(300)
+@pytest.mark.parametrize("size", [(80, 24), (160, 50)], ids=["80x24", "160x50"])
+def test_demo_moves_off_a_taken_port_30000_and_serves_a_speculative_profile(tmp_path, port_30000_taken, size):
+    """With 127.0.0.1:30000 taken, `spectui demo` (no port base) moves the kimi profiles to a free port, says so
+    in the header where it fits, and kimi-eagle3 starts there and shows an accept length."""
+    assert SPECTUI and TMUX, "needs the installed spectui and tmux (.ci/run installs tmux)"
+    state, cmd = demo_command(tmp_path)
+    tmux = Tmux()
+    try:
+        tmux.start(cmd, size)
+        tmux.wait(lambda t: numbered_row(t, 2, "kimi-eagle3") and "°C" in t, 60, "the dashboard")
+        tmux.keys("2")  # kimi-eagle3: nothing runs yet, so it starts at once
+        tmux.wait(lambda t: "● ready" in numbered_row(t, 2, "kimi-eagle3"), 120, "kimi-eagle3 ready")
+        if size[0] < 120:  # the panels are stacked: page down to the speculative panel, as a user would
+            tmux.keys("NPage")
+        screen = tmux.wait(lambda t: ACCEPT.search(t), 60, "an accept length")
+        record = json.loads((state / "servers" / "kimi-eagle3.json").read_text())
+        if size[0] < 120:
+            tmux.keys("PPage")
+            screen = tmux.wait(lambda t: numbered_row(t, 2, "kimi-eagle3"), 10, "the profiles again") + screen
+        assert 1.0 <= float(ACCEPT.search(screen).group(1)) <= 4.0  # EAGLE3, 3 steps: at most 4 per step
+        assert record["state"] == "ready" and record["port"] != 30000
+        if size[0] >= 160:
+            assert f"demo: port 30000 taken, using {record['port']}" in screen.splitlines()[0], screen
+        assert "port 30000" not in "\n".join(l for l in screen.splitlines() if "in use" in l)  # no refusal shown
+        assert "stopped the simulated servers (kimi-eagle3)" in quit_demo(tmux)
+    finally:
+        tmux.kill()
         kill_leftovers(state)

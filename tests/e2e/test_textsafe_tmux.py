@@ -9,7 +9,7 @@ import shutil
 
 import pytest
 
-from tests.e2e.test_demo_tmux import Tmux, kill_leftovers
+from tests.e2e.test_demo_tmux import Tmux, free_port_base, kill_leftovers
 
 SPECTUI = shutil.which("spectui")
 TMUX = shutil.which("tmux")
@@ -28,7 +28,8 @@ def test_a_description_with_an_osc_title_and_a_screen_clear_is_shown_not_obeyed(
     env = {"SPECTUI_CONFIG_DIR": str(tmp_path / "config"), "XDG_CACHE_HOME": str(tmp_path / "cache"),
            "SPECTUI_PROFILES_PATH": str(profiles), "TERM": "xterm-256color"}
     cmd = " ".join(["env", "-u", "COLUMNS", "-u", "LINES", *[f"{k}={shlex.quote(v)}" for k, v in env.items()],
-                    shlex.quote(SPECTUI), "demo", "--no-traffic", "--state-dir", shlex.quote(str(state))])
+                    shlex.quote(SPECTUI), "demo", "--no-traffic", "--state-dir", shlex.quote(str(state)),
+                    "--port-base", str(free_port_base())])
     tmux = Tmux()
     try:
         tmux.start(cmd)

@@ -84,3 +84,11 @@ def kill_recorded_servers(state_dir: Path) -> None:
         except (ProcessLookupError, KeyError, TypeError, ValueError, OSError, PermissionError):
             pass
 
+
+def kimi_pair_and_tiny_preset(env, base: str, eagle: str):
+    """A plain and an EAGLE-3 Kimi-K2.5 profile on the simulated 8-GPU host, and a small preset "tiny"."""
+    write_kimi_profile(env.profiles, base)
+    write_kimi_profile(env.profiles, eagle, speculative="EAGLE3")
+    write_preset(env.tmp / "config" / "presets", "tiny", dataset="reasoning", input_len=24, output_len=16,
+                 num_prompts=2, concurrency=1, warmup=0, repeats=1, seed=3)
+    return env

@@ -195,15 +195,20 @@ async def test_hidden_panels_do_no_work(ui_env):
         assert {p.id: p.draw_count for p in app.dashboard.query("LinePanel")} == counts
 
 
+async def open_alpha_log(pilot, app) -> LogScreen:
+    """Connect, start alpha, wait for its log, and open the log screen."""
+    await connected(pilot, app)
+    await switch_and_wait(pilot, app, "1", "alpha")
+    await wait_for(pilot, lambda: "ready to roll" in panel_text(app, "logtail"), 20, "the log tail")
+    await pilot.press("l")
+    await wait_for(pilot, lambda: isinstance(app.screen, LogScreen), 5, "the log screen")
+    return app.screen
+
+
 async def test_log_screen_search_wrap_follow_and_save(ui_env):
     app = make_app(ui_env)
     async with app.run_test(size=SIZE) as pilot:
-        await connected(pilot, app)
-        await switch_and_wait(pilot, app, "1", "alpha")
-        await wait_for(pilot, lambda: "ready to roll" in panel_text(app, "logtail"), 20, "the log tail")
-        await pilot.press("l")
-        await wait_for(pilot, lambda: isinstance(app.screen, LogScreen), 5, "the log screen")
-        screen = app.screen
+        screen = await open_alpha_log(pilot, app)
         view = screen.view
         await wait_for(pilot, lambda: len(view.lines) > 5, 10, "log lines")
         assert view.follow
@@ -227,6 +232,9 @@ async def test_log_screen_search_wrap_follow_and_save(ui_env):
         saved = target.read_text().splitlines()
         assert "The server is fired up and ready to roll!" in "\n".join(saved)
         assert len(saved) >= len(view.lines) - 5
+        await pilot.press("escape")  # ends the search first
+        await pilot.pause(0.2)
+        assert isinstance(app.screen, LogScreen) and not view.needle
         await pilot.press("escape")
         await wait_for(pilot, lambda: app.screen is app.dashboard, 5, "the dashboard")
 

@@ -18,7 +18,7 @@ from spectui.ui.screens.picker import PresetPicker
 from spectui.ui.screens.source import SourceScreen
 from spectui.ui.widgets.source_tree import SourceTree
 from tests.support.wheels import wheel_cache
-from tests.ui.support import connected, panel_text, server_state, wait_for, write_kimi_profile, write_preset
+from tests.ui.support import connected, kimi_pair_and_tiny_preset, panel_text, server_state, wait_for
 
 SIZE = (160, 50)
 DEMO_HOST = "demo (simulated host)"
@@ -31,11 +31,7 @@ def notified(app, text):
 
 @pytest.fixture
 def probe_env(ui_env):
-    write_kimi_profile(ui_env.profiles, "kbase")
-    write_kimi_profile(ui_env.profiles, "keagle", speculative="EAGLE3")
-    write_preset(ui_env.tmp / "config" / "presets", "tiny", dataset="reasoning", input_len=24, output_len=16,
-                 num_prompts=2, concurrency=1, warmup=0, repeats=1, seed=3)
-    return ui_env
+    return kimi_pair_and_tiny_preset(ui_env, "kbase", "keagle")
 
 
 @pytest.mark.timeout(240)

@@ -73,7 +73,11 @@ class FoundServerActions:
         return snapshots.found_servers(self.link, [p.name for p in self.profiles])
 
     def row_names(self) -> list[str]:
-        return [p.name for p in self.profiles] + [s["name"] for s in self.found_servers()]
+        """The rows of the profile list, as the profile filter (F) leaves them."""
+        only = getattr(self, "profile_filter", "")
+        rows = [(p.name, p.algorithm, p.model) for p in self.profiles]
+        rows += [(s["name"], r.algorithm, r.model) for s in self.found_servers() for r in [snapshots.found_row(s)]]
+        return [r[0] for r in rows if snapshots.row_shown(only, *r)]
 
     def found_record(self, name: str | None) -> dict | None:
         rec = self.link.servers.get(name) if self.link is not None and name else None

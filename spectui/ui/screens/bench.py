@@ -11,13 +11,14 @@ the app for everything else.
 
 from __future__ import annotations
 
+from rich.cells import cell_len
 from rich.console import Group
 from rich.text import Text
 from textual.app import ComposeResult
 from textual.containers import VerticalScroll
 from textual.css.query import NoMatches
 from textual.screen import Screen
-from textual.widgets import Footer, Static
+from textual.widgets import Static
 
 from spectui.core.bench import render_comparison, speedup_bars
 from spectui.core.bench.table import render_run_detail
@@ -25,6 +26,7 @@ from spectui.core.textsafe import visible, visible_text
 from spectui.ui import keys
 from spectui.ui.benchjob import BenchJob
 from spectui.ui.draw import DEFAULT_STYLES, EIGHTHS, Styles, duration
+from spectui.ui.widgets.footer import KeyFooter
 
 BAR_WIDTH = 48
 STEP_MARKS = {"waiting": "○", "switching": "◌", "measuring": "◐", "measured": "●", "failed": "✗"}
@@ -129,13 +131,18 @@ def results_text(job: BenchJob, st: Styles = DEFAULT_STYLES) -> Text | Group:
     return Group(*parts)
 
 
+def plain_text(r: Text | Group) -> str:
+    return r.plain if isinstance(r, Text) else "\n".join(x.plain for x in r.renderables)
+
+
 class BenchScreen(Screen):
     BINDINGS = keys.BENCH
 
     DEFAULT_CSS = """
     BenchScreen #bench-title { height: 1; padding: 0 1; background: $boost; text-style: bold; }
     BenchScreen #bench-progress { height: auto; padding: 1 2 0 2; }
-    BenchScreen #bench-scroll { height: 1fr; padding: 0 2; }
+    BenchScreen #bench-scroll { height: 1fr; padding: 0 2; overflow-x: auto; }
+    BenchScreen #bench-results { width: auto; }
     """
 
     def __init__(self, job: BenchJob) -> None:
@@ -150,7 +157,7 @@ class BenchScreen(Screen):
         yield Static("", id="bench-progress")
         with VerticalScroll(id="bench-scroll"):
             yield Static("", id="bench-results")
-        yield Footer()
+        yield KeyFooter()
 
     def on_mount(self) -> None:
         self._mounted = True
@@ -179,7 +186,11 @@ class BenchScreen(Screen):
         title.update(job.title())
         progress.update(progress_text(job, self.styles_))
         if not job.active:
-            results.update(results_text(job, self.styles_))
+            text = results_text(job, self.styles_)
+            results.update(text)
+            # as wide as its widest row: a narrow terminal scrolls the results sideways, never wraps a row
+            plain = plain_text(text)
+            results.styles.width = max((cell_len(line) for line in plain.splitlines()), default=0) or "auto"
         if job.state != self._state:
             self._state = job.state
             self.refresh_bindings()
@@ -190,10 +201,7 @@ class BenchScreen(Screen):
 
     @property
     def results_plain(self) -> str:
-        r = results_text(self.job)
-        if isinstance(r, Text):
-            return r.plain
-        return "\n".join(x.plain for x in r.renderables)
+        return plain_text(results_text(self.job))
 
     def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
         if action == "cancel_bench":

@@ -6,13 +6,14 @@ Keys come from ``spectui.ui.keys.DASHBOARD``; each action asks the app, which ow
 from __future__ import annotations
 
 from textual.app import ComposeResult
-from textual.containers import Horizontal, Vertical
+from textual.containers import Horizontal, Vertical, VerticalScroll
 from textual.screen import Screen
-from textual.widgets import Footer, Input
+from textual.widgets import Input
 
 from spectui.ui import keys
 from spectui.ui.messages import ProfileHighlighted, StopRequested, SwitchRequested
 from spectui.ui.widgets.base import LinePanel
+from spectui.ui.widgets.footer import KeyFooter
 from spectui.ui.widgets.gpu import GpuPanel
 from spectui.ui.widgets.header import Banner, HeaderBar
 from spectui.ui.widgets.logtail import LogTail
@@ -32,25 +33,58 @@ class DashboardScreen(Screen):
     def compose(self) -> ComposeResult:
         yield Banner(id="banner")
         yield HeaderBar(id="header")
-        with Horizontal(id="top"):
-            yield ProfilesList(id="profiles", classes="panel")
-            yield GpuPanel(id="gpus", classes="panel")
-        with Horizontal(id="middle"):
-            yield ServerPanel(id="server", classes="panel")
-            yield SpecPanel(id="spec", classes="panel")
-            yield ThroughputPanel(id="throughput", classes="panel")
-        with Vertical(id="bottom"):
-            yield LogTail(id="logtail", classes="panel")
-            yield Input(placeholder="filter the log tail (escape clears)", id="log-filter")
-        yield Footer()
+        yield Input(placeholder="filter the profiles: name, algorithm or model (escape clears)", id="profile-filter")
+        with VerticalScroll(id="body", can_focus=False):
+            with Horizontal(id="top"):
+                yield ProfilesList(id="profiles", classes="panel")
+                yield GpuPanel(id="gpus", classes="panel")
+            with Horizontal(id="middle"):
+                yield ServerPanel(id="server", classes="panel")
+                yield SpecPanel(id="spec", classes="panel")
+                yield ThroughputPanel(id="throughput", classes="panel")
+            with Vertical(id="bottom"):
+                yield LogTail(id="logtail", classes="panel")
+                yield Input(placeholder="filter the log tail (escape clears)", id="log-filter")
+        yield KeyFooter()
 
-    COMPACT_BELOW = 34  # rows: below this the log tail gives its room to the panels
+    # The layout follows the terminal's size (app.tcss): below COMPACT_BELOW rows the log tail gives
+    # its room to the panels; below NARROW_BELOW columns the server, speculative and throughput panels
+    # stack and the dashboard scrolls (page up / page down, the wheel); below SLIM_BELOW columns the
+    # profiles and GPUs stack too.
+    COMPACT_BELOW = 34
+    NARROW_BELOW = 120
+    SLIM_BELOW = 100
 
     def on_mount(self) -> None:
         self.query_one("#log-filter", Input).display = False
+        self.query_one("#profile-filter", Input).display = False
 
     def on_resize(self, event) -> None:
         self.set_class(event.size.height < self.COMPACT_BELOW, "compact")
+        self.set_class(event.size.width < self.NARROW_BELOW, "narrow")
+        self.set_class(event.size.width < self.SLIM_BELOW, "slim")
+        self._fit_top()
+
+    def _fit_top(self) -> None:
+        """The profiles and GPU row as tall as the taller of the two needs (both whole where the
+        screen allows; else they scroll), up to 40% of the screen; stacked, each is as tall as it needs."""
+        top = self.query_one("#top")
+        if self.has_class("slim"):
+            if top.styles.inline.height is not None:
+                top.styles.height = None
+            return
+        need = max(max(1, len(p.origins)) for p in self.query("#top > LinePanel")) + 2
+        height = max(6, min(need, int(self.size.height * 0.4)))
+        if top.styles.inline.height is None or top.styles.height.value != height:
+            top.styles.height = height
+
+    def action_page(self, step: int) -> None:
+        """Scroll the stacked dashboard by a page (narrow terminals)."""
+        body = self.query_one("#body", VerticalScroll)
+        if step > 0:
+            body.scroll_page_down()
+        else:
+            body.scroll_page_up()
 
     # --- what the app calls each refresh ------------------------------------------------------------------
     def panels(self) -> dict[str, LinePanel]:
@@ -64,6 +98,8 @@ class DashboardScreen(Screen):
             if wid not in views or (wid == "logtail" and compact):
                 continue  # a hidden panel does no work
             drawn += panel.show(views[wid], force=force)
+        if drawn:
+            self._fit_top()
         return drawn
 
     # --- keys -------------------------------------------------------------------------------------------------
@@ -130,8 +166,31 @@ class DashboardScreen(Screen):
     def action_help(self) -> None:
         self.app.open_help()
 
+    def action_retry_now(self) -> None:
+        self.app.retry_now()
+
     def action_quit_console(self) -> None:
         self.app.quit_console()
+
+    def action_gpu_processes(self) -> None:
+        self.app.open_gpu_processes()
+
+    def action_describe(self) -> None:
+        self.app.open_describe()
+
+    def action_pause(self) -> None:
+        self.app.toggle_pause()
+
+    def action_telemetry_faster(self) -> None:
+        self.app.step_telemetry_rate(1)
+
+    def action_telemetry_slower(self) -> None:
+        self.app.step_telemetry_rate(-1)
+
+    def action_filter_profiles(self) -> None:
+        box = self.query_one("#profile-filter", Input)
+        box.display = True
+        box.focus()
 
     def action_filter(self) -> None:
         box = self.query_one("#log-filter", Input)
@@ -151,17 +210,39 @@ class DashboardScreen(Screen):
     def on_input_changed(self, event: Input.Changed) -> None:
         if event.input.id == "log-filter":
             self.query_one(LogTail).set_filter(event.value)
+        elif event.input.id == "profile-filter":
+            self.app.set_profile_filter(event.value)
 
     def on_input_submitted(self, event: Input.Submitted) -> None:
-        if event.input.id == "log-filter":
+        if event.input.id in ("log-filter", "profile-filter"):
             self.set_focus(None)
             if not event.value:
                 event.input.display = False
 
     def key_escape(self) -> None:
+        if self._clear_profile_filter():
+            return
         box = self.query_one("#log-filter", Input)
         if box.display:
             box.value = ""
             box.display = False
             self.set_focus(None)
             self.query_one(LogTail).set_filter("")
+
+    def _clear_profile_filter(self) -> bool:
+        """Escape ends the profile filter (F) while it is being typed, or while it is the only filter shown."""
+        box = self.query_one("#profile-filter", Input)
+        if not box.display or not (box.has_focus or not self.query_one("#log-filter", Input).display):
+            return False
+        self.end_profile_filter()
+        self.app.set_profile_filter("")
+        return True
+
+    def end_profile_filter(self) -> None:
+        """Empty and hide the profile filter's box (the app clears the filter itself)."""
+        box = self.query_one("#profile-filter", Input)
+        with box.prevent(Input.Changed):
+            box.value = ""
+        box.display = False
+        if box.has_focus:
+            self.set_focus(None)

@@ -14,6 +14,7 @@ from textual.widgets import Footer, Input, Static
 
 from spectui.core.textsafe import visible_text
 from spectui.ui import keys
+from spectui.ui.clipboard import copy_text
 from spectui.ui.logbuffer import LogBuffer
 from spectui.ui.widgets.logview import LogView
 
@@ -160,11 +161,24 @@ class LogScreen(Screen):
 
         self.app.push_screen(SavePathScreen(default_save_path(self.buffer.name)), done)
 
+    def action_copy_line(self) -> None:
+        line = self.view.shown_line()
+        if line is None:
+            self.notify("The log has no lines to copy yet.", severity="warning", markup=False)
+            return
+        copy_text(self.app, line, f"a line of {self.buffer.name}'s log")
+
     def action_close(self) -> None:
         box = self.query_one("#logs-search", Input)
         if box.has_focus:
             self.view.focus()
             if not box.value:
                 box.display = False
+            return
+        if box.display or self.view.needle:  # a search is on ("escape: done"): end it, stay on the log
+            box.value = ""
+            box.display = False
+            self.view.set_needle("")
+            self._status()
             return
         self.dismiss()

@@ -125,8 +125,7 @@ class SourceScreen(Screen):
             return
         node = tree.node_for(start)
         if node is not None:
-            tree.move_cursor(node)
-            tree.scroll_to_node(node, animate=False)
+            tree.open_at(node)  # srt/speculative at the top, its files below
 
     async def _fill(self, tree: SourceTree, path: str) -> None:
         listing = await self.browser.tree(path or "", depth=1)
@@ -229,6 +228,7 @@ class SourceScreen(Screen):
             return
         if self.mode == "grep":
             self.query_one(TabbedContent).active = "tab-search"
+            self.query_one("#hits", OptionList).focus()  # up/down move through the hits, enter opens one
             self.search(text)
         elif text.startswith("-"):
             self.go_to_flag(text)
@@ -251,6 +251,8 @@ class SourceScreen(Screen):
             hits_list.add_options([Option(Text.assemble((visible(f"{h.path}:{h.line}"), "cyan"), "  ",
                                                         visible(h.text.strip()[:200])),
                                           id=f"hit-{i}") for i, h in enumerate(batch, start)])
+            if hits_list.highlighted is None and self.hits:
+                hits_list.highlighted = 0  # enter opens the first hit at once
             status.update(Text(visible(f"searching for {pattern} ... {len(self.hits)} hits so far")))
 
         try:
@@ -410,6 +412,10 @@ class SourceScreen(Screen):
 
     def action_focus_view(self) -> None:
         self.view.focus()
+
+    def on_resize(self) -> None:
+        for tree in self.query(SourceTree):  # none before the screen is composed
+            tree.fit_width()
 
     def action_close(self) -> None:
         box = self.query_one("#source-input", Input)

@@ -3,6 +3,10 @@
 A panel keeps the last snapshot it was given; :meth:`show` with an equal one does nothing,
 a different one rebuilds the panel's rows once (``draw``) and repaints. Rows are cached as
 strips, so scrolling and repaints cost no drawing.
+
+A value is never cut: a panel shortens its labels to its width first; a row still wider than
+the panel wraps between its values (``Row.fold``); rows that do not fit the panel's height
+scroll, and the border says how many are below (``↓ 3 more``).
 """
 
 from __future__ import annotations
@@ -14,6 +18,11 @@ from textual.strip import Strip
 
 from spectui.core.textsafe import one_line
 from spectui.ui.draw import DEFAULT_STYLES, Row, Styles
+
+
+def folded_len(rows: list[Row], width: int) -> int:
+    """How many screen rows ``rows`` take once wrapped to ``width``."""
+    return sum(len(r.fold(width)) for r in rows)
 
 
 class LinePanel(ScrollView, can_focus=False):
@@ -37,6 +46,7 @@ class LinePanel(ScrollView, can_focus=False):
         self.draw_height = 0  # rows visible when drawing (panels with charts size them to it)
         self.draw_count = 0  # how many times this panel was drawn (tests and the bench read it)
         self.title_text: str | None = None  # the border title as plain text
+        self.origins: list[int] = []  # per screen row: the index of the drawn row it belongs to
 
     # --- the contract with the app -------------------------------------------------------------
     def show(self, view, *, force: bool = False) -> bool:
@@ -75,7 +85,10 @@ class LinePanel(ScrollView, can_focus=False):
         rows = self.draw(self.view, width, self.ui_styles)
         self.draw_count += 1
         base = self.rich_style
-        self._strips = [r.strip(width, base) for r in rows]
+        folded = [(i, part) for i, row in enumerate(rows) for part in row.fold(width)]
+        self.origins = [i for i, _ in folded]
+        grew = len(folded) != len(self._strips)
+        self._strips = [part.strip(width, base) for _, part in folded]
         self._drawn_width = width
         self._drawn_height = self.draw_height
         title = self.title_of(self.view)
@@ -83,12 +96,34 @@ class LinePanel(ScrollView, can_focus=False):
             self.title_text = title
             self.border_title = Content(one_line(title))
         self.virtual_size = Size(width, len(self._strips))
-        self.refresh()
+        self._mark_more()
+        self.refresh(layout=grew and self.styles.height is not None and self.styles.height.is_auto)
+
+    def row_at(self, y: int) -> int | None:
+        """The index of the drawn row shown at row ``y`` of the panel (rows may wrap), if any."""
+        idx = y + int(self.scroll_offset.y)
+        return self.origins[idx] if 0 <= idx < len(self.origins) else None
+
+    def _mark_more(self) -> None:
+        """``↓ N more`` in the bottom border while rows lie below the panel's last visible row."""
+        if not self.has_class("panel"):
+            return
+        height = self.scrollable_content_region.height
+        below = len(self._strips) - int(self.scroll_offset.y) - height if height > 0 else 0
+        subtitle = f"↓ {below} more" if below > 0 else ""
+        if self.border_subtitle != subtitle:
+            self.border_subtitle = subtitle
+
+    def watch_scroll_y(self, old_value: float, new_value: float) -> None:
+        super().watch_scroll_y(old_value, new_value)
+        self._mark_more()
 
     def on_resize(self) -> None:
         region = self.scrollable_content_region
         if region.width != self._drawn_width or region.height != self._drawn_height:
             self._rebuild()
+        else:
+            self._mark_more()
 
     def render_line(self, y: int) -> Strip:
         idx = y + int(self.scroll_offset.y)

@@ -12,9 +12,13 @@ FIT = 8
 SEP = " │ "
 
 
-def _widths(width: int, label: int) -> tuple[int, int, int, int]:
+def _widths(width: int, label: int) -> tuple[int, int, int, int] | None:
+    """Cells for the utilization bar, its history, the memory and the power bars; None when even
+    the shortest bars leave no room for the figures (the panel then shows figures only)."""
     fixed = label + 5 + 1 + 3 + 8 + 3 + 5 + 3 + 5
-    rest = max(8, width - fixed)
+    rest = width - fixed
+    if rest < 9:
+        return None
     util = max(3, min(30, rest * 24 // 100))
     mem = max(3, min(30, rest * 24 // 100))
     pwr = max(3, min(24, rest * 18 // 100))
@@ -26,6 +30,24 @@ def _frac(v: float | None, total: float | None) -> float | None:
     if v is None or not total:
         return None
     return v / total
+
+
+def _util(g: GpuRow) -> str:
+    return "–" if g.util is None else f"{g.util:.0f}%"
+
+
+def _mem(g: GpuRow) -> str:
+    return "–" if g.mem_used is None else f"{g.mem_used / 1024:.0f}/{(g.mem_total or 0) / 1024:.0f}"
+
+
+def _power(g: GpuRow) -> str:
+    return "–" if g.power is None else f"{g.power:.0f}"
+
+
+def _temp(g: GpuRow, st: Styles, text) -> Row:
+    if g.temp is None:
+        return Row("  –  ", st.dim)
+    return Row(f"{g.temp:>3.0f}°C", st.bad if g.temp >= 85 else st.warn if g.temp >= 75 else text)
 
 
 class GpuPanel(LinePanel):
@@ -42,50 +64,61 @@ class GpuPanel(LinePanel):
         if not view.rows:
             return [Row(view.message or "no GPU telemetry on this host", st.warn)]
         label = len(str(max(r.index for r in view.rows))) + 1
-        wu, wh, wm, wp = _widths(width, label)
-        rows: list[Row] = [self._legend(label, wu, wh, wm, wp, st)]
+        widths = _widths(width, label)
+        if widths is None:  # narrow: the figures without their bars
+            rows = [self._figures_legend(label, st)]
+        else:
+            rows = [self._legend(label, *widths, st)]
         if len(view.rows) > FIT:
             rows.append(self._aggregate(view, st))
         for g in view.rows:
-            rows.append(self._row(g, label, wu, wh, wm, wp, st, view.stale))
+            if widths is None:
+                rows.append(self._figures(g, label, st, view.stale))
+            else:
+                rows.append(self._row(g, label, *widths, st, view.stale))
         if view.message:
             rows.append(Row(view.message, st.dim))
         return rows
 
     def _legend(self, label: int, wu: int, wh: int, wm: int, wp: int, st: Styles) -> Row:
         row = Row(" " * label, st.dim)
-        row.add("utilization %".ljust(wu + 5), st.dim)
+        row.add(("utilization %" if wu + 5 >= 13 else "util %").ljust(wu + 5), st.dim)
         if wh:
-            row.add(" " + "history".ljust(wh), st.dim)
+            row.add(" " + ("history" if wh >= 7 else "").ljust(wh), st.dim)
         row.add(SEP, st.dim).add("memory GiB".ljust(wm + 8), st.dim)
         row.add(SEP, st.dim).add("power W".ljust(wp + 5), st.dim)
         row.add(SEP, st.dim).add("temp", st.dim)
         return row
+
+    def _figures_legend(self, label: int, st: Styles) -> Row:
+        return Row(" " * label + "util" + SEP + "   memory GiB" + SEP + "power W" + SEP + "temp", st.dim)
+
+    def _figures(self, g: GpuRow, label: int, st: Styles, stale: bool) -> Row:
+        text = st.dim if stale else st.text
+        row = Row(f"{g.index:>{label - 1}} ", st.dim)
+        row.add(f"{_util(g):>4}", st.bar_hot if (g.util or 0) > 90 else text).add(SEP, st.dim)
+        row.add(f"{_mem(g):>13}", text).add(SEP, st.dim)
+        row.add(f"{_power(g):>7}", text).add(SEP, st.dim)
+        return row.extend(_temp(g, st, text))
 
     def _row(self, g: GpuRow, label: int, wu: int, wh: int, wm: int, wp: int, st: Styles, stale: bool) -> Row:
         text = st.dim if stale else st.text
         row = Row(f"{g.index:>{label - 1}} ", st.dim)
         u = _frac(g.util, 100.0)
         row.extend(hbar(u, wu, st.bar_hot if (u or 0) > 0.9 else st.bar, st.bar_empty))
-        row.add(f" {'–' if g.util is None else f'{g.util:.0f}%':>4}", text)
+        row.add(f" {_util(g):>4}", text)
         if wh:
             row.add(" ").add(sparkline(g.util_history, wh, 0.0, 100.0), st.dim)
         row.add(SEP, st.dim)
         m = _frac(g.mem_used, g.mem_total)
         row.extend(hbar(m, wm, st.bar_hot if (m or 0) > 0.95 else st.bar, st.bar_empty))
-        mem = "–" if g.mem_used is None else f"{g.mem_used / 1024:.0f}/{(g.mem_total or 0) / 1024:.0f}"
-        row.add(f" {mem:>7}", text)
+        row.add(f" {_mem(g):>7}", text)
         row.add(SEP, st.dim)
         p = _frac(g.power, g.power_limit)
         row.extend(hbar(p, wp, st.bar, st.bar_empty))
-        row.add(f" {'–' if g.power is None else f'{g.power:.0f}':>4}", text)
+        row.add(f" {_power(g):>4}", text)
         row.add(SEP, st.dim)
-        if g.temp is None:
-            row.add("  –  ", st.dim)
-        else:
-            ts = st.bad if g.temp >= 85 else st.warn if g.temp >= 75 else text
-            row.add(f"{g.temp:>3.0f}°C", ts)
-        return row
+        return row.extend(_temp(g, st, text))
 
     def _aggregate(self, view: GpuView, st: Styles) -> Row:
         utils = [r.util for r in view.rows if r.util is not None]

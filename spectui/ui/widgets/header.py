@@ -1,5 +1,6 @@
-"""The header row (host, GPUs and their interconnect, SGLang, connection, latency, demo traffic, what
-blocks the keys) and the banner row (a lost connection, else work going on)."""
+"""The header row (host, GPUs and their interconnect, SGLang, connection, latency, GPU telemetry rate,
+paused, demo traffic, the demo's moved ports, what blocks the keys) and the banner row (a lost
+connection, else work going on)."""
 
 from __future__ import annotations
 
@@ -22,7 +23,8 @@ def _gpus(view: HeaderView, st: Styles, *, interconnect: bool) -> list[tuple[str
 
 
 def header_row(view: HeaderView | None, st: Styles, *, rtt: bool = True, simulated: str = " (simulated)",
-               interconnect: bool = True, traffic: bool = True, state_word: bool = True) -> Row:
+               interconnect: bool = True, traffic: bool = True, state_word: bool = True, ports: str = "long",
+               rate: bool = True) -> Row:
     row = Row(" spectui ", st.title)
     if view is None:
         return row
@@ -37,7 +39,7 @@ def header_row(view: HeaderView | None, st: Styles, *, rtt: bool = True, simulat
     if view.sglang:
         row.add(f"SGLang {view.sglang}", st.text)
     else:
-        row.add("SGLang ?", st.dim)
+        row.add(view.sglang_note or "SGLang …", st.dim)
     if view.simulated and simulated:
         row.add(simulated, st.dim)
     row.add(*sep)
@@ -50,28 +52,38 @@ def header_row(view: HeaderView | None, st: Styles, *, rtt: bool = True, simulat
         row.add(f" last reply {view.reply_age_s} s ago", st.warn)  # stays when the row is short: it is news
     elif rtt and view.rtt_ms is not None and view.link_state == "connected":
         row.add(f" {view.rtt_ms:.1f} ms", st.dim)
+    if rate and view.telemetry_hz:
+        row.add(f" · GPU {view.telemetry_hz:g} Hz", st.dim)
+    if view.paused:
+        row.add(*sep).add("paused", st.warn)  # stays when the row is short: the panels hold still
     if traffic and view.traffic is not None:
         if view.traffic_paused:
             row.add(*sep).add("traffic paused", st.warn)
         else:
             on = "traffic on" + (f" ×{view.traffic_streams}" if view.traffic_streams else "")
             row.add(*sep).add(on if view.traffic else "traffic off", st.accent if view.traffic else st.dim)
+    ports_note = {"long": view.ports_note, "short": view.ports_short}.get(ports)
+    if ports_note:
+        row.add(*sep).add(ports_note, st.warn)
     if view.busy:
         row.add(*sep).add(view.busy, st.warn)
     return row
 
 
 # What gives way first when the row does not fit: the round trip, "(simulated)", the word
-# "connected" (its green mark stays), then the interconnect (the GPU count and model stay), then
-# the traffic mark. What is busy stays.
-_LEAN = {"rtt": False, "simulated": " (sim)", "state_word": False}
+# "connected" (its green mark stays) and the GPU telemetry rate, then the interconnect (the GPU count
+# and model stay), then the traffic mark; the demo's moved ports shorten to the ports used, then go
+# too. What is busy, and "paused", stay.
+_LEAN = {"rtt": False, "simulated": " (sim)", "state_word": False, "rate": False}
 SHORTER = (
     {},
     {"rtt": False},
     {"rtt": False, "simulated": " (sim)"},
     _LEAN,
-    dict(_LEAN, interconnect=False),
-    dict(_LEAN, interconnect=False, traffic=False),
+    dict(_LEAN, ports="short"),
+    dict(_LEAN, interconnect=False, ports="short"),
+    dict(_LEAN, interconnect=False, traffic=False, ports="short"),
+    dict(_LEAN, interconnect=False, traffic=False, ports=""),
 )
 
 

@@ -11,7 +11,7 @@ from spectui.ui.widgets.base import LinePanel
 def styled_line(line: str, width: int, st: Styles, needle: str = "") -> Row:
     lvl = log_level(line)
     base = st.bad if lvl == "error" else st.warn if lvl == "warning" else st.text
-    text = line[:width] if width > 0 else line
+    text = line
     row = Row()
     if needle:
         low, n = text.lower(), needle.lower()
@@ -53,5 +53,13 @@ class LogTail(LinePanel):
         lines = [l for l in view.lines if matches(l, self.filter)]
         if not lines:
             return [Row(f"no line matches {self.filter!r}" if self.filter else "the log is empty so far", st.dim)]
-        keep = max(1, self.draw_height or 10)
-        return [styled_line(l, width, st, self.filter) for l in lines[-keep:]]
+        # the newest lines whole (a long one wraps) as far as the panel's height goes
+        room = max(1, self.draw_height or 10)
+        rows: list[Row] = []
+        for line in reversed(lines):
+            row = styled_line(line, width, st, self.filter)
+            room -= len(row.fold(width))
+            if rows and room < 0:
+                break
+            rows.append(row)
+        return rows[::-1]

@@ -128,6 +128,15 @@ class LogView(ScrollView, can_focus=True):
         self.refresh()
         return line
 
+    def shown_line(self) -> str | None:
+        """The line ``y`` copies: the current search match's, else the last line on screen (None: no lines)."""
+        if not self.lines:
+            return None
+        if self.match_index >= 0 and self.matches:
+            return self.lines[self.matches[self.match_index]]
+        bottom = int(self.scroll_offset.y) + max(self.scrollable_content_region.height, 1) - 1
+        return self.lines[max(0, bisect.bisect_right(self._starts, min(bottom, self._total - 1)) - 1)]
+
     # --- drawing ---------------------------------------------------------------------------------------------
     @property
     def ui_styles(self) -> Styles:

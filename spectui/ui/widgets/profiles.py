@@ -35,6 +35,8 @@ class ProfilesList(LinePanel):
     def draw(self, view: ProfilesView | None, width: int, st: Styles) -> list[Row]:
         if view is None:
             return [Row("loading profiles…", st.dim)]
+        if not view.rows and view.only:
+            return [Row(f"no profile matches {view.only!r} (escape clears the filter)", st.dim)]
         if not view.rows:
             rows = [Row("no profiles: add YAML files to a profiles folder", st.dim),
                     Row("('spectui profiles list' shows where)", st.dim)]
@@ -42,9 +44,14 @@ class ProfilesList(LinePanel):
             return rows
         marking = bool(view.compare)  # a column for the marks (space) once a profile is marked
         mark_w = 2 if marking else 0
-        name_w = min(max(len(label(r)) for r in view.rows), max(8, width - 24 - mark_w))
-        settings_w = width - (2 + mark_w + name_w + 1 + 8 + 14)
-        wide = settings_w >= 12
+        # names, algorithms and badges are shown whole: the settings column goes first when the row
+        # is short, then a badge that does not fit moves to a row of its own (LinePanel folds it)
+        name_w = max(len(label(r)) for r in view.rows)
+        algo_w = max(len(r.algorithm or "none") for r in view.rows)
+        badge_w = max(badge(r, st).width for r in view.rows)
+        settings_w = width - (2 + mark_w + name_w + 1 + algo_w + 1 + badge_w)
+        # the settings column only when every row's settings fit whole (the highlighted one's are below)
+        wide = settings_w - 1 >= max(12, max(len(r.settings) for r in view.rows))
         out = []
         for i, r in enumerate(view.rows):
             hl = i == view.highlight
@@ -52,21 +59,20 @@ class ProfilesList(LinePanel):
             row.add(f"{r.number if 0 < r.number <= 9 else ' '} ", st.dim if not hl else st.highlight)
             if marking:
                 row.add("✓ " if r.marked else "  ", st.highlight if hl else st.accent)
-            name = label(r) if len(label(r)) <= name_w else label(r)[: name_w - 1] + "…"
-            row.add(name[: len(r.name)], st.highlight if hl else st.bold)
-            row.add(name[len(r.name):].ljust(name_w - min(len(name), len(r.name))) + " ",
-                    st.highlight if hl else st.warn)
-            algo = (r.algorithm or "none")[:7].ljust(7)
+            name = label(r)
+            row.add(r.name, st.highlight if hl else st.bold)
+            row.add(name[len(r.name):].ljust(name_w - len(r.name)) + " ", st.highlight if hl else st.warn)
+            algo = (r.algorithm or "none").ljust(algo_w)
             row.add(algo + " ", st.highlight if hl else (st.accent if r.algorithm else st.dim))
             if wide:
-                row.add(r.settings[: settings_w - 1].ljust(settings_w - 1) + " ", st.highlight if hl else st.dim)
+                row.add(r.settings.ljust(settings_w - 1) + " ", st.highlight if hl else st.dim)
             b = badge(r, st)
             row.extend(Row(b.plain, st.highlight) if hl else b)
             if hl:
                 row.pad_to(width, st.highlight)
             out.append(row)
         for e in view.errors[:3]:
-            out.append(Row(e[: width], st.bad))
+            out.append(Row(e, st.bad))
         if view.compare:
             row = Row("B compares ", st.dim)
             for j, name in enumerate(view.compare):
@@ -80,18 +86,18 @@ class ProfilesList(LinePanel):
             out.append(Row("─" * width, st.dim))
             out.append(Row(r.model, st.text))
             if r.settings or (r.origin and r.algorithm):
-                out.append(Row(f"{r.algorithm or 'no speculation'}" + (f" · {r.settings}" if r.settings else ""),
-                               st.accent))
+                detail = Row(r.algorithm or "no speculation", st.accent)
+                out.append(detail.add(" · ", st.accent).add(r.settings, st.accent) if r.settings else detail)
             if r.description:
-                out.append(Row(r.description[: width], st.dim))
+                out.append(Row(r.description, st.dim))
         return out
 
     def on_click(self, event: events.Click) -> None:
         view = self.view
         if not isinstance(view, ProfilesView):
             return
-        index = event.y + int(self.scroll_offset.y)
-        if 0 <= index < len(view.rows):
+        index = self.row_at(event.y)
+        if index is not None and 0 <= index < len(view.rows):
             self.post_message(ProfileHighlighted(index))
             if event.chain >= 2:
                 self.post_message(SwitchRequested(view.rows[index].name))

@@ -73,7 +73,7 @@ class ServerPanel(LinePanel):
             rows.append(Row("last log lines", st.dim))
             for line in view.log_tail:
                 lvl = log_level(line)
-                rows.append(Row(line[: width], st.bad if lvl == "error" else st.warn if lvl == "warning" else st.dim))
+                rows.append(Row(line, st.bad if lvl == "error" else st.warn if lvl == "warning" else st.dim))
         return rows
 
     def _found(self, f: FoundServer, width: int, st: Styles) -> list[Row]:
@@ -100,5 +100,5 @@ class ServerPanel(LinePanel):
         mark, style = ("▸", st.info) if s.current else ("✓", st.text)
         label = s.label + (f" {s.detail}" if s.detail else "")
         secs = "" if s.seconds is None else f"{s.seconds:.1f}s"
-        room = max(4, width - 4 - len(secs) - 1)
-        return Row(f" {mark} ", style).add(label[:room].ljust(room), style).add(" " + secs, st.dim)
+        room = max(4, width - 4 - len(secs) - 1)  # a longer label pushes its time onto the next row
+        return Row(f" {mark} ", style).add(label.ljust(room), style).add(" " + secs, st.dim)

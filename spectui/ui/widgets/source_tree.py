@@ -34,14 +34,72 @@ def _label(entry) -> Text:
 
 
 class SourceTree(Tree):
-    """Nodes carry ``{"path": str, "kind": str, "loaded": bool}``."""
+    """Nodes carry ``{"path": str, "kind": str, "loaded": bool}``.
 
+    The column is as wide as the longest name shown: at least ``MIN_WIDTH``, at most half the screen, or
+    all but ``VIEW_KEEPS`` columns while the tree has the focus (browsing names rather than reading a file);
+    past that it scrolls sideways, the highlighted name scrolled into view: no name is cut silently."""
+
+    MIN_WIDTH = 38
+    VIEW_KEEPS = 20  # columns the file view keeps while the tree, focused, takes the room its names need
     DEFAULT_CSS = "SourceTree { width: 38; }"
 
     def __init__(self, label: str, **kw) -> None:
         super().__init__(label, data={"path": "", "kind": "dir", "loaded": False}, **kw)
+        self._top: TreeNode | None = None  # the node open_at keeps at the top while the tree loads
         self.show_root = True
         self.guide_depth = 2
+
+    # --- where it opens and how wide it is ------------------------------------------------------
+    def open_at(self, node: TreeNode) -> None:
+        """Put the cursor on ``node`` and scroll it to the top of the column, with what it holds below (again
+        as the tree grows under it, until the cursor moves on)."""
+        self.move_cursor(node)
+        self._top = node
+        self.call_after_refresh(self._scroll_to_top)
+
+    def _scroll_to_top(self) -> None:
+        node = self._top
+        if node is not None and node.line >= 0:
+            self.scroll_to(y=node.line, animate=False, immediate=True)
+
+    def fit_width(self) -> None:
+        """Widen (or narrow) the column to the longest name shown, within the room it has (see the class)."""
+        screen = self.app.size.width
+        room = max(self.MIN_WIDTH, screen - self.VIEW_KEEPS if self.has_focus else screen // 2)
+        want = self.virtual_size.width + self.styles.scrollbar_size_vertical + 1
+        width = max(self.MIN_WIDTH, min(room, want))
+        if self.styles.width is None or self.styles.width.value != width:
+            self.styles.width = width
+
+    def watch_virtual_size(self) -> None:
+        self.fit_width()
+        if self._top is not None:
+            self.call_after_refresh(self._scroll_to_top)
+
+    def on_focus(self) -> None:
+        self.fit_width()
+
+    def on_blur(self) -> None:
+        self.fit_width()
+
+    def label_span(self, node: TreeNode) -> tuple[int, int]:
+        """The columns ``node``'s label takes in the tree (after its guides)."""
+        depth, parent = 0, node.parent
+        while parent is not None:
+            depth, parent = depth + 1, parent.parent
+        start = (depth if self.show_root else max(0, depth - 1)) * self.guide_depth
+        return start, start + self.get_label_width(node)
+
+    def on_tree_node_highlighted(self, event: Tree.NodeHighlighted) -> None:
+        """A name longer than the column: scroll sideways so the highlighted one shows whole."""
+        if event.node is not self._top and event.node is self.cursor_node:
+            self._top = None  # the reader moved on: the tree stays where they put it
+        start, end = self.label_span(event.node)
+        view = self.scrollable_content_region.width
+        x = 0 if end <= view else min(start, end - view)
+        if x != self.scroll_x:
+            self.scroll_to(x=x, animate=False)
 
     def node_for(self, path: str) -> TreeNode | None:
         def walk(node):

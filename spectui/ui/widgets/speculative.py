@@ -5,9 +5,10 @@ from __future__ import annotations
 
 from spectui.ui.draw import Row, Styles, nice_max
 from spectui.ui.views import PredictedLStar, SpecView, Value
-from spectui.ui.widgets.base import LinePanel
+from spectui.ui.widgets.base import LinePanel, folded_len
 from spectui.ui.widgets.charts import chart_rows
 from spectui.ui.widgets.sources import source_text
+from spectui.ui.widgets.throughput import note_rows
 
 # Accept-rate formulas by the names the agent gives them (per release in ``spectui/agent/sglang_releases.py``, read from the SGLang wheels).
 FORMULAS = {
@@ -62,9 +63,10 @@ class SpecPanel(LinePanel):
             return [Row("no server: accept length appears once one is ready", st.dim)]
         rows: list[Row] = []
         if view.settings and view.algorithm:  # no steps, topk or draft tokens without an algorithm
-            rows.append(Row(view.settings[:width], st.dim))
+            rows.append(Row(view.settings, st.dim))
         if view.message:
             rows.append(Row(view.message, st.dim))
+            rows += note_rows(view.last_run, width, st)
             if view.predicted is not None:
                 rows += predicted_rows(view.predicted, None, False, st)
             return rows
@@ -94,9 +96,8 @@ class SpecPanel(LinePanel):
             row.add(f" {r.formula or 'formula unknown'}", st.accent)
             if r.stale:
                 row.add(" stale", st.mark)
-            note = f" · {RATE_NOTE.get(r.source or '', r.source or '?')}"
-            if row.width + len(note) <= width:
-                row.add(note, st.dim)
+            # its source says which rate this is (two formulas may share a name): it wraps, never goes
+            row.add(f" · {RATE_NOTE.get(r.source or '', r.source or '?')}", st.dim)
             tail.append(row)
             more = f" · a: other formula ({view.rate_count - 1} more)" if view.rate_count > 1 else ""
             if r.formula in FORMULAS:
@@ -114,7 +115,7 @@ class SpecPanel(LinePanel):
             tail.append(Row(f"   measured here at 1 request, {be.spec_samples} + {be.base_samples} frames", st.dim))
         elif view.algorithm and view.breakeven_note:
             tail.append(Row(view.breakeven_note, st.dim))
-        height = max(3, min(8, (self.draw_height or 12) - len(rows) - len(tail)))
+        height = max(3, min(8, (self.draw_height or 12) - folded_len(rows + tail, width)))
         hi = view.scale_max or nice_max(view.series, 2.0)
         rows += chart_rows(view.series, width, height, 1.0, hi, st, fmt="{:.1f}", style=st.accent,
                            span_s=view.series_span_s, note="accept length, one point a frame")

@@ -5,9 +5,11 @@ inter-token latency with what their histogram buckets can tell."""
 
 from __future__ import annotations
 
+import textwrap
+
 from spectui.ui.draw import Row, Styles, fnum, nice_max
 from spectui.ui.views import Latency, ThroughputView, Value
-from spectui.ui.widgets.base import LinePanel
+from spectui.ui.widgets.base import LinePanel, folded_len
 from spectui.ui.widgets.charts import chart_rows
 from spectui.ui.widgets.sources import source_text
 
@@ -30,6 +32,11 @@ def figure_rows(label: str, v: Value, unit: str, st: Styles, width: int) -> list
     if row.width + 1 + len(tail) <= width:
         return [row.add(" " + tail, st.dim)]
     return [row, Row(" " * min(12, max(0, width - len(tail))) + tail, st.dim)]
+
+
+def note_rows(lines: tuple[str, ...], width: int, st: Styles) -> list[Row]:
+    """Dim lines, each wrapped at word boundaries (never cut) to the panel's width."""
+    return [Row(part, st.dim) for line in lines for part in textwrap.wrap(line, max(8, width)) or [""]]
 
 
 def _q(v: float | None, rel: str) -> str:
@@ -76,7 +83,7 @@ class ThroughputPanel(LinePanel):
         if view is None or not view.name:
             return [Row("no server: throughput appears once one is ready", st.dim)]
         if view.message:
-            return [Row(view.message, st.dim)]
+            return [Row(view.message, st.dim), *note_rows(view.last_run, width, st)]
         head = [*figure_rows("per stream", view.per_stream, " tok/s", st, width),
                 *figure_rows("all streams", view.gen, " tok/s", st, width)]
         reqs = Row("running ", st.text).add(fnum(view.running, 0), st.bold).add("  queued ", st.text)
@@ -90,7 +97,7 @@ class ThroughputPanel(LinePanel):
             tail = [reqs, usage]
         tail += latency_rows("TTFT", view.ttft, "", st, width)
         tail += latency_rows("ITL", view.itl, "/token", st, width)
-        height = max(3, min(8, (self.draw_height or 12) - len(head) - 1 - len(tail)))
+        height = max(3, min(8, (self.draw_height or 12) - folded_len(head + tail, width) - 1))
         hi = nice_max([v * 1.1 for v in view.series if v is not None], 10.0)
         window = view.per_stream.window_s
         note = f"per stream, each point a {window:g} s mean" if window else "per stream"

@@ -1,0 +1,30 @@
+"""The user, command line and process group the agent adds to each GPU process, read from /proc."""
+
+import getpass
+import os
+import subprocess
+
+from spectui.agent.gpu_procinfo import ProcessFacts
+
+
+def test_each_gpu_process_gets_its_user_command_and_group_and_a_gone_one_gets_none():
+    child = subprocess.Popen(["sleep", "30"], start_new_session=True)
+    try:
+        gpus = [{"index": 0, "processes": [{"pid": child.pid, "used_mib": 512.0}]},
+                {"index": 1, "processes": [{"pid": 2 ** 22 + 7, "used_mib": 1.0}]},  # beyond pid_max: gone
+                {"index": 2, "processes": None}]  # a source that cannot list them
+        facts = ProcessFacts()
+        facts.annotate(gpus)
+        p = gpus[0]["processes"][0]
+        assert p == {"pid": child.pid, "used_mib": 512.0, "user": getpass.getuser(), "command": "sleep 30",
+                     "pgid": child.pid}
+        assert p["pgid"] != os.getpgid(0)
+        assert gpus[1]["processes"][0]["user"] is None and gpus[1]["processes"][0]["command"] is None
+        assert gpus[2]["processes"] is None
+    finally:
+        child.kill()
+        child.wait()
+    # the pid is gone: the next sample no longer names it
+    gpus = [{"index": 0, "processes": [{"pid": child.pid, "used_mib": 512.0}]}]
+    facts.annotate(gpus)
+    assert gpus[0]["processes"][0]["command"] is None
