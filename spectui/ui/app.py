@@ -16,7 +16,7 @@ from collections.abc import Iterable
 
 from rich.markup import escape
 from textual import work
-from textual.app import App, SystemCommand
+from textual.app import App, ScreenStackError, SystemCommand
 from textual.screen import ModalScreen, Screen
 
 from spectui.core.errors import (
@@ -367,7 +367,10 @@ class SpectuiApp(BenchActions, ProbeActions, SourceActions, FoundServerActions, 
 
     # --- logs -----------------------------------------------------------------------------------------------------------
     def _log_target(self) -> str | None:
-        screen = self.screen
+        try:
+            screen = self.screen
+        except ScreenStackError:  # the app is closing: a timer may still fire
+            return None
         if isinstance(screen, LogScreen):
             return screen.buffer.name
         if self.dashboard_visible() and self.dashboard.query_one("#bottom").display \
