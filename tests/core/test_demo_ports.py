@@ -70,8 +70,11 @@ def test_taken_ports_skip_ports_that_are_taken_too(tmp_path, ports):
         for p in (ports, ports + 1, ports + 100):
             held(stack, p)
         plan = plan_demo_ports(lib, state_dir=str(tmp_path / "state"))
-    assert plan.moved == {ports: ports + 101, ports + 1: ports + 102}
-    assert plan.note == f"demo: ports {ports}-{ports + 1} taken, using {ports + 101}-{ports + 102}"
+    a, c = plan.moved[ports], plan.moved[ports + 1]
+    assert set(plan.moved) == {ports, ports + 1}
+    assert ports + 100 < a < c  # past the taken ports + 100 (other processes may hold the next ones)
+    assert plan.note.startswith(f"demo: ports {ports}-{ports + 1} taken, using ")
+    assert str(a) in plan.note and str(c) in plan.note
 
 
 def test_a_port_held_by_a_live_server_of_the_demo_itself_is_not_taken(tmp_path, ports):

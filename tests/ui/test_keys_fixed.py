@@ -165,7 +165,7 @@ async def test_the_source_tree_opens_at_srt_speculative_expanded_at_the_top(ui_e
             _screen, tree = await _source_screen(pilot, app)
             spec = tree.node_for("srt/speculative")
             assert tree.cursor_node is spec and spec.is_expanded, size
-            await wait_for(pilot, lambda: int(tree.scroll_offset.y) == spec.line, 5, f"srt/speculative at the top {size}")
+            await wait_for(pilot, lambda: int(tree.scroll_offset.y) == spec.line, 30, f"srt/speculative at the top {size}")
             assert "speculative/" in _tree_row(tree, spec)
             first = spec.children[0]
             assert first.line == spec.line + 1 and first.line - tree.scroll_offset.y < tree.size.height
