@@ -104,8 +104,7 @@ def test_mirror_file_is_bounded(tmp_path):
 
 
 def test_tmux_mirror_of_a_scrolling_pane_loses_and_repeats_nothing(tmp_path):
-    if shutil.which("tmux") is None:
-        pytest.skip("tmux is not installed")
+    assert shutil.which("tmux"), "needs tmux (scripts/test installs it)"
     sock = str(tmp_path / ("tmux-%s" % uuid.uuid4().hex[:8]))
     # 300 numbered lines in bursts, in a pane with a 60-line history: it scrolls past its history many times
     prog = "import time\nfor i in range(300):\n    print('row %03d' % i, flush=True)\n    time.sleep(0.004)\n" \

@@ -131,8 +131,7 @@ def kill_tree(pid):
 
 @pytest.fixture
 def tmux_socket():
-    if shutil.which("tmux") is None:
-        pytest.skip("tmux is not installed")
+    assert shutil.which("tmux"), "needs tmux (scripts/test installs it)"
     name = "spectui-test-%s" % uuid.uuid4().hex[:10]
     yield name
     subprocess.run(["tmux", "-L", name, "kill-server"], stderr=subprocess.DEVNULL)
@@ -326,8 +325,7 @@ async def test_a_nohup_server_and_a_detached_one(state_dir, tmp_path):
 
 def test_an_agent_of_another_user_shows_but_never_stops(state_dir, tmp_path):
     setpriv = shutil.which("setpriv")
-    if setpriv is None:
-        pytest.skip("setpriv is not installed")
+    assert setpriv, "needs setpriv (util-linux; scripts/test installs it)"
     if os.geteuid() != 0:
         pytest.skip("needs root to run an agent as nobody")
     python = "/usr/bin/python3" if os.path.exists("/usr/bin/python3") else sys.executable
