@@ -26,7 +26,7 @@ import argparse
 import asyncio
 import sys
 
-from spectui.cli.hostopts import (add_host_options, command_line, explain_connect_error, has_host, host_words,
+from spectui.cli.hostopts import (add_host_options, demo_profiles, command_line, explain_connect_error, has_host, host_words,
                                   refuse_on_problems, run_with_passphrase_prompt, target_from_args)
 from spectui.cli.output import ProgressLine
 from spectui.cli.tune import concurrency_list, preset_for
@@ -182,7 +182,7 @@ class Reconnector:
 
 
 async def _compare(args: argparse.Namespace, target: HostTarget) -> int:
-    lib = load_profiles(args.profile_paths)
+    lib = demo_profiles(args, load_profiles(args.profile_paths))
     names = _profile_list(args.profiles)
     profiles = [lib.get(n) for n in names]  # ProfileError: unknown name, with close matches
     for prof in profiles:

@@ -9,11 +9,10 @@ from __future__ import annotations
 import argparse
 import sys
 
-from spectui.cli.hostopts import (add_host_options, command_line, host_option_words, host_settings, host_words,
-                                  target_from_args)
-from spectui.core.demo_ports import DemoPortError, DemoPorts, plan_demo_ports
-from spectui.core.paths import demo_state_dir
-from spectui.core.profiles import ProfileLibrary, load_profiles
+from spectui.cli.hostopts import (add_host_options, command_line, demo_ports, host_option_words, host_settings,
+                                  host_words, target_from_args)
+from spectui.core.demo_ports import DemoPortError, DemoPorts
+from spectui.core.profiles import load_profiles
 from spectui.core.session import HostTarget
 from spectui.core.settings import TELEMETRY_HZ_MAX, Settings
 
@@ -64,16 +63,6 @@ def missing_host(args: argparse.Namespace, settings: Settings) -> str | None:
         return None
     return (f"spectui connect needs DEST ([user@]host[:port] or an SSH config alias), or default_host in "
             f"{settings.path}.")
-
-
-def demo_ports(args: argparse.Namespace, settings: Settings, library: ProfileLibrary) -> DemoPorts:
-    """Where the demo's servers listen: --port-base, else the settings' demo.port_base, else the profiles'
-    ports with taken ones moved; a port base that is out of range or in use raises DemoPortError."""
-    base, base_from = args.port_base, "--port-base"
-    if base is None and settings.demo_port_base is not None:
-        base, base_from = settings.demo_port_base, f"demo.port_base in {settings.path}"
-    state_dir = args.state_dir or demo_state_dir()
-    return plan_demo_ports(library, base=base, base_from=base_from, state_dir=state_dir)
 
 
 def build_target(args: argparse.Namespace, settings: Settings | None = None,

@@ -12,7 +12,10 @@ import getpass
 import shlex
 import sys
 
+from spectui.core.demo_ports import DemoPorts, plan_demo_ports
 from spectui.core.errors import HostKeyUnknown, KeyPassphraseNeeded
+from spectui.core.paths import demo_state_dir
+from spectui.core.profiles import ProfileLibrary
 from spectui.core.session import HostTarget
 from spectui.core.settings import Settings, load_settings
 from spectui.core.transport.ssh import SshOptions
@@ -32,6 +35,9 @@ def add_host_options(parser: argparse.ArgumentParser, *, positional: bool = Fals
         x.add_argument("-H", "--host", dest="destination", metavar="DEST",
                        help="[user@]host[:port] or an SSH config alias ('local' for this machine)")
         x.add_argument("--demo", action="store_true", help="use the built-in simulated GPU host")
+        where.add_argument("--port-base", metavar="N", type=int,
+                           help="with --demo: the simulated servers listen on N, N+1, ... (default: demo.port_base "
+                                "from the settings file, else the profiles' ports, a taken one moved up)")
     where.add_argument("--python", metavar="PY", help="the host's Python, e.g. an SGLang venv (default: python3)")
     where.add_argument("--sim", action="store_true", help="treat the host as a simulated GPU host")
     where.add_argument("--state-dir", metavar="DIR", help="the host's state folder (default: ~/.cache/spectui)")
@@ -60,6 +66,26 @@ def host_settings(args: argparse.Namespace, *, report: bool = True) -> Settings:
             for e in settings.errors:
                 print(f"spectui: {e} (ignored; the other settings apply)", file=sys.stderr)
     return settings
+
+
+def demo_ports(args: argparse.Namespace, settings: Settings, library: ProfileLibrary) -> DemoPorts:
+    """Where the demo's servers listen: --port-base, else the settings' demo.port_base, else the profiles'
+    ports with taken ones moved; a port base that is out of range or in use raises DemoPortError."""
+    base, base_from = getattr(args, "port_base", None), "--port-base"
+    if base is None and settings.demo_port_base is not None:
+        base, base_from = settings.demo_port_base, f"demo.port_base in {settings.path}"
+    return plan_demo_ports(library, base=base, base_from=base_from, state_dir=args.state_dir or demo_state_dir())
+
+
+def demo_profiles(args: argparse.Namespace, library: ProfileLibrary) -> ProfileLibrary:
+    """``library`` as the demo host serves it: with ``--demo``, each profile port that is taken on this machine
+    moved as ``spectui demo`` moves it (:func:`demo_ports`), saying so on stderr; else unchanged."""
+    if not getattr(args, "demo", False):
+        return library
+    ports = demo_ports(args, host_settings(args), library)
+    if ports.note:
+        print(f"spectui: {ports.note}", file=sys.stderr)
+    return ports.apply(library)
 
 
 def ssh_options(args: argparse.Namespace, settings: Settings) -> SshOptions:

@@ -13,7 +13,7 @@ import json
 import sys
 import time
 
-from spectui.cli.hostopts import (add_host_options, explain_connect_error, refuse_on_problems,
+from spectui.cli.hostopts import (add_host_options, demo_profiles, explain_connect_error, refuse_on_problems,
                                   run_with_passphrase_prompt, target_from_args)
 from spectui.core.errors import AgentCallError, SpectuiError
 from spectui.core.flagcheck import check_on_host
@@ -317,7 +317,7 @@ async def _external_holders(ctl: ServerControl, profile, args: argparse.Namespac
 async def _run(args: argparse.Namespace, target: HostTarget) -> int:
     library = None
     if getattr(args, "profile", None) and args.action in ("start", "switch"):
-        library = load_profiles(args.profiles)
+        library = demo_profiles(args, load_profiles(args.profiles))
         profile = library.get(args.profile)  # ProfileError: no such profile, with close names
         broken = [e for e in library.errors if e.profile == profile.name or e.path == profile.source]
         if broken:

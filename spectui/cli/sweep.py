@@ -13,6 +13,7 @@ import argparse
 import json
 import sys
 
+from spectui.cli.hostopts import demo_profiles
 from spectui.cli.bench import CompareProgress, Reconnector
 from spectui.cli.tune import (TUNE_PRESET, beside_text, checked, lookup_baseline, predictions_text, preset_for,
                               probe_for, variant_meta)
@@ -26,7 +27,7 @@ from spectui.core.tune.sweep import history_measured, predict_variants, predicte
 
 
 async def sweep(args: argparse.Namespace, target: HostTarget) -> int:
-    lib = load_profiles(args.profile_paths)
+    lib = demo_profiles(args, load_profiles(args.profile_paths))
     prof = lib.get(args.sweep_profile)
     variants = build_variants(prof, parse_sweep(args.sweep))
     base = lookup_baseline(lib, prof, args.baseline)

@@ -22,7 +22,7 @@ import sys
 import time
 from dataclasses import replace
 
-from spectui.cli.hostopts import (add_host_options, explain_connect_error, has_host, refuse_on_problems,
+from spectui.cli.hostopts import (add_host_options, demo_profiles, explain_connect_error, has_host, refuse_on_problems,
                                   run_with_passphrase_prompt, target_from_args)
 from spectui.core.bench import BenchError, PresetError, load_presets, render_comparison, run_comparison
 from spectui.core.bench.presets import Preset
@@ -167,7 +167,7 @@ async def _tune(args: argparse.Namespace, target: HostTarget) -> int:
 
     t0 = time.monotonic()
     budget_s = max(0.0, args.budget) * 60.0
-    lib = load_profiles(args.profile_paths)
+    lib = demo_profiles(args, load_profiles(args.profile_paths))
     prof = lib.get(args.profile)
     if prof.algorithm is None:
         raise TuneError(f"{prof.name} has no speculative algorithm: tune a speculative profile")
