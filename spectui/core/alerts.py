@@ -1,0 +1,307 @@
+"""Alerts: when speculation stops paying, or a server or GPU needs the operator.
+
+Rules (ids as in the settings file's ``alerts:`` section; every threshold can be changed there)::
+
+    below_break_even     accept length below the break-even L* (measured, else predicted) for for_s (30 s)
+    accept_collapse      accept length (mean of the last 10 fresh frames) under ratio (0.6) of its own
+                         median over the frames before (needs 30 of them) for for_s (20 s)
+    server_down          a server unresponsive, crashed or failed (for_s 0: at once)
+    gpu_memory           a GPU's memory at or above fraction (0.98) of its total for for_s (60 s); SGLang
+                         reserves most memory at start (--mem-fraction-static), so the default is high
+    throughput_collapse  generation tok/s under ratio (0.3) of its own median before while requests queue,
+                         for for_s (15 s)
+
+An alert fires once its condition has held for ``for_s`` and clears once it has been false for
+``clear_s`` (5 s), so a value hovering at a threshold does not flap. A condition that cannot be
+judged (no fresh frame: nothing decoded, no L* yet) is false: no data is never an alarm.
+
+The engine is pure: :meth:`AlertEngine.evaluate` takes the time and an :class:`AlertInputs` and
+returns what fired and what cleared. Where alerts go (banner, list, bell, desktop, webhook) is the
+caller's; :func:`notify_webhook` and :func:`notify_desktop` are the two that leave the machine or
+the terminal.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import shutil
+import statistics
+import subprocess
+import threading
+import urllib.request
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field, replace
+from typing import Any
+
+log = logging.getLogger(__name__)
+
+DOWN_STATES = ("unresponsive", "crashed", "failed")
+RECENT_FRAMES = 10
+REFERENCE_MIN = 30
+REFERENCE_MAX = 300
+WEBHOOK_TIMEOUT_S = 5.0
+
+
+@dataclass(frozen=True)
+class RuleConfig:
+    """One rule's settings; fields a rule does not use are ignored."""
+
+    enabled: bool = True
+    for_s: float = 30.0
+    clear_s: float = 5.0
+    ratio: float | None = None
+    fraction: float | None = None
+
+
+DEFAULT_RULES: dict[str, RuleConfig] = {
+    "below_break_even": RuleConfig(for_s=30.0),
+    "accept_collapse": RuleConfig(for_s=20.0, ratio=0.6),
+    "server_down": RuleConfig(for_s=0.0),
+    "gpu_memory": RuleConfig(for_s=60.0, fraction=0.98),
+    "throughput_collapse": RuleConfig(for_s=15.0, ratio=0.3),
+}
+RULE_FIELDS = ("enabled", "for_s", "clear_s", "ratio", "fraction")
+OUTPUT_KEYS = ("bell", "desktop", "webhook")
+
+
+@dataclass(frozen=True)
+class AlertConfig:
+    rules: Mapping[str, RuleConfig] = field(default_factory=lambda: dict(DEFAULT_RULES))
+    bell: bool = False
+    desktop: bool = False
+    webhook: str | None = None
+
+
+def alert_config(data: Any) -> tuple[AlertConfig, list[tuple[tuple, str]]]:
+    """The ``alerts:`` section of the settings file read over the defaults, and its problems as
+    (field path, one sentence); a bad value keeps its default and the rest applies."""
+    problems: list[tuple[tuple, str]] = []
+    if data is None:
+        return AlertConfig(), problems
+    if not isinstance(data, dict):
+        return AlertConfig(), [(("alerts",), "alerts must be a map of rule ids (and bell, desktop, webhook)")]
+    rules = dict(DEFAULT_RULES)
+    out: dict[str, Any] = {}
+    for key, value in data.items():
+        where = ("alerts", key)
+        if key in OUTPUT_KEYS:
+            if key == "webhook":
+                if not (isinstance(value, str) and value.startswith(("http://", "https://"))):
+                    problems.append((where, "alerts.webhook must be an http:// or https:// URL"))
+                    continue
+            elif not isinstance(value, bool):
+                problems.append((where, f"alerts.{key} must be true or false"))
+                continue
+            out[key] = value
+            continue
+        if key not in rules:
+            known = ", ".join([*DEFAULT_RULES, *OUTPUT_KEYS])
+            problems.append(((*where,), f"unknown alert rule {key!r}; the rules and outputs are {known}"))
+            continue
+        if isinstance(value, bool):
+            rules[key] = replace(rules[key], enabled=value)
+            continue
+        if not isinstance(value, dict):
+            problems.append((where, f"alerts.{key} must be true, false or a map of {', '.join(RULE_FIELDS)}"))
+            continue
+        rule = rules[key]
+        for fname, fvalue in value.items():
+            fwhere = (*where, fname)
+            if fname not in RULE_FIELDS:
+                problems.append((fwhere, f"alerts.{key} has no setting {fname!r}; it takes {', '.join(RULE_FIELDS)}"))
+            elif fname == "enabled":
+                if isinstance(fvalue, bool):
+                    rule = replace(rule, enabled=fvalue)
+                else:
+                    problems.append((fwhere, f"alerts.{key}.enabled must be true or false"))
+            elif isinstance(fvalue, bool) or not isinstance(fvalue, (int, float)) or fvalue < 0:
+                problems.append((fwhere, f"alerts.{key}.{fname} must be a number of at least 0"))
+            elif fname in ("ratio", "fraction") and not 0 < fvalue <= 1:
+                problems.append((fwhere, f"alerts.{key}.{fname} must be above 0 and at most 1"))
+            elif fname in ("ratio", "fraction") and getattr(DEFAULT_RULES[key], fname) is None:
+                problems.append((fwhere, f"alerts.{key} has no {fname}"))
+            else:
+                rule = replace(rule, **{fname: float(fvalue)})
+        rules[key] = rule
+    return AlertConfig(rules=rules, **out), problems
+
+
+@dataclass(frozen=True)
+class ServerInput:
+    """What the rules read of one server: its state, its recent frames (oldest first, None where a
+    frame was stale or held) and the latest queue; ``l_star`` with where it came from."""
+
+    name: str
+    state: str | None = None
+    accept_lengths: tuple[float | None, ...] = ()
+    throughputs: tuple[float | None, ...] = ()
+    queue_req: int | None = None
+    speculative: bool = False
+    l_star: float | None = None
+    l_star_source: str | None = None   # "measured" or "predicted"
+    accept_source: str | None = None   # the frame's source of the accept length, e.g. "metrics-counters"
+
+
+@dataclass(frozen=True)
+class GpuInput:
+    index: int
+    mem_used_mib: float | None
+    mem_total_mib: float | None
+
+
+@dataclass(frozen=True)
+class AlertInputs:
+    servers: tuple[ServerInput, ...] = ()
+    gpus: tuple[GpuInput, ...] = ()
+
+
+@dataclass(frozen=True)
+class Alert:
+    rule: str
+    subject: str          # a server's name or "GPU 3"
+    message: str          # one sentence with the figures and where they came from
+    since: float          # when the condition began (the clock given to evaluate)
+    fired_at: float
+
+    @property
+    def key(self) -> tuple[str, str]:
+        return (self.rule, self.subject)
+
+    def to_dict(self) -> dict:
+        return {"rule": self.rule, "subject": self.subject, "message": self.message, "since": self.since,
+                "fired_at": self.fired_at}
+
+
+@dataclass(frozen=True)
+class AlertChange:
+    kind: str   # "fired" or "cleared"
+    alert: Alert
+    at: float
+
+    def to_dict(self) -> dict:
+        return {"kind": self.kind, "at": self.at, **self.alert.to_dict()}
+
+
+def _fresh(values: Iterable[float | None]) -> list[float]:
+    return [v for v in values if v is not None]
+
+
+def _collapse(values: tuple[float | None, ...], ratio: float) -> tuple[float, float] | None:
+    """(recent mean, reference median) when the recent level is under ``ratio`` of the reference."""
+    fresh = _fresh(values)
+    if len(fresh) < REFERENCE_MIN + RECENT_FRAMES:
+        return None
+    recent = statistics.fmean(fresh[-RECENT_FRAMES:])
+    reference = statistics.median(fresh[-(REFERENCE_MAX + RECENT_FRAMES):-RECENT_FRAMES])
+    if reference > 0 and recent < ratio * reference:
+        return recent, reference
+    return None
+
+
+def conditions(config: AlertConfig, inputs: AlertInputs) -> dict[tuple[str, str], str]:
+    """Every (rule, subject) whose condition holds now, with its sentence."""
+    rules = config.rules
+    out: dict[tuple[str, str], str] = {}
+    for s in inputs.servers:
+        latest = s.accept_lengths[-1] if s.accept_lengths else None
+        source = f" ({s.accept_source})" if s.accept_source else ""
+        r = rules.get("below_break_even")
+        if r and r.enabled and s.speculative and s.l_star is not None and latest is not None and latest < s.l_star:
+            out[("below_break_even", s.name)] = (
+                f"{s.name}: accept length {latest:.2f}{source} is below the break-even L* {s.l_star:.2f} "
+                f"({s.l_star_source or 'measured'}): speculation now costs throughput.")
+        r = rules.get("accept_collapse")
+        if r and r.enabled and s.speculative:
+            hit = _collapse(s.accept_lengths, r.ratio or 0.0)
+            if hit:
+                out[("accept_collapse", s.name)] = (
+                    f"{s.name}: accept length fell to {hit[0]:.2f} (mean of the last {RECENT_FRAMES} frames) "
+                    f"from {hit[1]:.2f} (median before){source}.")
+        r = rules.get("server_down")
+        if r and r.enabled and s.state in DOWN_STATES:
+            out[("server_down", s.name)] = f"{s.name} is {s.state}."
+        r = rules.get("throughput_collapse")
+        if r and r.enabled and (s.queue_req or 0) > 0:
+            hit = _collapse(s.throughputs, r.ratio or 0.0)
+            if hit:
+                out[("throughput_collapse", s.name)] = (
+                    f"{s.name}: generation fell to {hit[0]:.1f} tok/s from {hit[1]:.1f} (median before) "
+                    f"with {s.queue_req} requests queued.")
+    r = rules.get("gpu_memory")
+    if r and r.enabled:
+        for g in inputs.gpus:
+            if g.mem_used_mib is None or not g.mem_total_mib:
+                continue
+            frac = g.mem_used_mib / g.mem_total_mib
+            if frac >= (r.fraction or 1.0):
+                out[("gpu_memory", f"GPU {g.index}")] = (
+                    f"GPU {g.index}: memory {g.mem_used_mib / 1024:.1f} of {g.mem_total_mib / 1024:.1f} GiB "
+                    f"({100 * frac:.0f}%) in use.")
+    return out
+
+
+class AlertEngine:
+    """Fires an alert once its condition held ``for_s``, clears it once false for ``clear_s``."""
+
+    def __init__(self, config: AlertConfig | None = None) -> None:
+        self.config = config or AlertConfig()
+        self.active: dict[tuple[str, str], Alert] = {}
+        self.history: list[AlertChange] = []
+        self._since: dict[tuple[str, str], tuple[float, str]] = {}   # condition true since, latest sentence
+        self._false_since: dict[tuple[str, str], float] = {}
+
+    def evaluate(self, now: float, inputs: AlertInputs) -> list[AlertChange]:
+        held = conditions(self.config, inputs)
+        changes: list[AlertChange] = []
+        for key, message in held.items():
+            since = self._since.get(key, (now, message))[0]
+            self._since[key] = (since, message)
+            self._false_since.pop(key, None)
+            rule = self.config.rules[key[0]]
+            if key not in self.active and now - since >= rule.for_s:
+                alert = Alert(key[0], key[1], message, since, now)
+                self.active[key] = alert
+                changes.append(AlertChange("fired", alert, now))
+        for key in [k for k in self._since if k not in held]:
+            del self._since[key]
+        for key in [k for k in self.active if k not in held]:
+            first = self._false_since.setdefault(key, now)
+            if now - first >= self.config.rules[key[0]].clear_s:
+                alert = self.active.pop(key)
+                self._false_since.pop(key, None)
+                changes.append(AlertChange("cleared", alert, now))
+        self.history.extend(changes)
+        return changes
+
+
+def notify_desktop(alert: Alert) -> bool:
+    """A desktop notification through ``notify-send`` where it exists; False where it does not."""
+    exe = shutil.which("notify-send")
+    if exe is None:
+        return False
+    try:
+        subprocess.Popen([exe, "--app-name=spectui", f"spectui: {alert.rule}", alert.message],
+                         stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    except OSError as exc:
+        log.warning("desktop notification failed: %s", exc)
+        return False
+    return True
+
+
+def notify_webhook(url: str, change: AlertChange, *, timeout_s: float = WEBHOOK_TIMEOUT_S) -> threading.Thread:
+    """POST the change as JSON to ``url`` on a thread (the console never waits on the network); a failure
+    is logged, not raised."""
+    body = json.dumps({"source": "spectui", **change.to_dict()}).encode()
+
+    def post() -> None:
+        req = urllib.request.Request(url, data=body, headers={"Content-Type": "application/json"}, method="POST")
+        try:
+            with urllib.request.urlopen(req, timeout=timeout_s) as resp:  # noqa: S310 (the operator's URL)
+                resp.read(1024)
+        except Exception as exc:  # any network or HTTP failure: the alert is still shown in the console
+            log.warning("alert webhook %s failed: %s", url, exc)
+
+    t = threading.Thread(target=post, name="spectui-alert-webhook", daemon=True)
+    t.start()
+    return t
