@@ -22,6 +22,7 @@ COMMAND_MODULES = [
     "bench",
     "tune",
     "history",
+    "recording",
 ]
 
 

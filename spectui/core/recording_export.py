@@ -1,0 +1,171 @@
+"""A recording, or a time range of it, as series: CSV or JSON per series, or OpenMetrics text for Prometheus.
+
+Series (one sample per recorded frame; a stale or held figure is not a new measurement and is left out,
+as the console's charts leave a gap)::
+
+    spectui_accept_length{server, source}          accept length, with the frame's source
+    spectui_accept_rate{server, formula}           each accept-rate formula the frame carries
+    spectui_gen_throughput_tok_s{server, source}   aggregate generation tok/s
+    spectui_per_stream_tok_s{server, source}       per-stream tok/s
+    spectui_running_requests{server} / spectui_queued_requests{server}
+    spectui_gpu_utilization_percent{gpu} / spectui_gpu_memory_used_bytes{gpu} / spectui_gpu_power_watts{gpu}
+    spectui_break_even_accept_length{server, source}  L*, measured or predicted, as the console showed it
+    spectui_alert{rule, subject}                   1 while an alert is active, 0 when it clears
+
+The Prometheus form is OpenMetrics text with timestamps, which ``promtool tsdb create-blocks-from
+openmetrics FILE DIR`` loads into an existing Prometheus (https://prometheus.io/docs/prometheus/latest/storage/#backfilling-from-openmetrics-format);
+the Grafana dashboard shipped in ``spectui/data/grafana/spectui.json`` reads these names.
+"""
+
+from __future__ import annotations
+
+import csv
+import io
+import json
+import math
+import re
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from spectui.core.recording import Recording
+
+FORMATS = ("csv", "json", "prometheus")
+HELP = {
+    "spectui_accept_length": "speculative accept length (tokens per verify step) as the console showed it",
+    "spectui_accept_rate": "accept rate, labelled with its formula",
+    "spectui_gen_throughput_tok_s": "aggregate generation throughput in tokens per second",
+    "spectui_per_stream_tok_s": "per-stream generation throughput in tokens per second",
+    "spectui_running_requests": "requests running on the server",
+    "spectui_queued_requests": "requests waiting in the server's queue",
+    "spectui_gpu_utilization_percent": "GPU utilization in percent",
+    "spectui_gpu_memory_used_bytes": "GPU memory in use in bytes",
+    "spectui_gpu_power_watts": "GPU power draw in watts",
+    "spectui_break_even_accept_length": "break-even accept length L* (measured or predicted)",
+    "spectui_alert": "1 while a spectui alert is active, 0 once it cleared",
+}
+UNITS = {"spectui_gpu_memory_used_bytes": "bytes", "spectui_gpu_power_watts": "watts"}
+
+
+@dataclass
+class Series:
+    metric: str
+    labels: tuple[tuple[str, str], ...]
+    points: list[tuple[float, float]] = field(default_factory=list)   # (unix time, value)
+
+    @property
+    def name(self) -> str:
+        """A file-safe name, e.g. ``spectui_accept_length-server=kimi-eagle3-source=metrics-counters``."""
+        parts = [self.metric, *(f"{k}={v}" for k, v in self.labels)]
+        return re.sub(r"[^A-Za-z0-9_.=-]+", "_", "-".join(parts))
+
+
+def _fresh(m: object) -> float | None:
+    if not isinstance(m, dict):
+        return None
+    v = m.get("value")
+    if m.get("stale") or m.get("held") or not isinstance(v, (int, float)) or isinstance(v, bool) or math.isnan(v):
+        return None
+    return float(v)
+
+
+def series(rec: Recording, start_s: float = 0.0, end_s: float | None = None) -> list[Series]:
+    """Every series of ``rec`` between ``start_s`` and ``end_s`` (seconds since the recording began)."""
+    t0 = float(rec.header.get("started", 0.0))
+    out: dict[tuple[str, tuple], Series] = {}
+
+    def add(metric: str, labels: dict[str, object], t: float, value: float | None) -> None:
+        if value is None:
+            return
+        key = (metric, tuple((k, str(v)) for k, v in labels.items()))
+        s = out.get(key)
+        if s is None:
+            s = out[key] = Series(metric, key[1])
+        s.points.append((t0 + t, value))
+
+    for t, ev, d in rec.between(start_s, end_s):
+        if not isinstance(d, dict):
+            continue
+        if ev == "server_frame":
+            name = d.get("name", "?")
+            for metric, key in (("spectui_accept_length", "accept_length"),
+                                ("spectui_gen_throughput_tok_s", "gen_throughput"),
+                                ("spectui_per_stream_tok_s", "per_stream")):
+                m = d.get(key)
+                add(metric, {"server": name, "source": (m or {}).get("source") or "unknown"}, t, _fresh(m))
+            for r in d.get("accept_rate") or ():
+                add("spectui_accept_rate", {"server": name, "formula": (r or {}).get("formula") or "unknown"}, t,
+                    _fresh(r))
+            for metric, key in (("spectui_running_requests", "running_req"), ("spectui_queued_requests", "queue_req")):
+                v = d.get(key)
+                add(metric, {"server": name}, t, float(v) if isinstance(v, (int, float)) else None)
+        elif ev == "gpu":
+            for g in d.get("gpus") or ():
+                idx = g.get("index")
+                for metric, key, scale in (("spectui_gpu_utilization_percent", "util_pct", 1.0),
+                                           ("spectui_gpu_memory_used_bytes", "mem_used_mib", 1024.0 * 1024.0),
+                                           ("spectui_gpu_power_watts", "power_w", 1.0)):
+                    v = g.get(key)
+                    add(metric, {"gpu": idx}, t, float(v) * scale if isinstance(v, (int, float)) else None)
+        elif ev == "l_star":
+            v = d.get("value")
+            add("spectui_break_even_accept_length", {"server": d.get("server"), "source": d.get("source") or "measured"},
+                t, float(v) if isinstance(v, (int, float)) else None)
+        elif ev == "alert" and d.get("kind") in ("fired", "cleared"):
+            add("spectui_alert", {"rule": d.get("rule"), "subject": d.get("subject")}, t,
+                1.0 if d["kind"] == "fired" else 0.0)
+    return list(out.values())
+
+
+def to_csv(s: Series) -> str:
+    buf = io.StringIO()
+    w = csv.writer(buf, lineterminator="\n")
+    w.writerow(["time", *(k for k, _ in s.labels), s.metric])
+    for t, v in s.points:
+        w.writerow([f"{t:.3f}", *(v_ for _, v_ in s.labels), repr(v)])
+    return buf.getvalue()
+
+
+def to_json(all_series: Iterable[Series], header: dict) -> str:
+    return json.dumps({"host": header.get("host"), "target": header.get("target"), "started": header.get("started"),
+                       "series": [{"metric": s.metric, "labels": dict(s.labels), "points": s.points}
+                                  for s in all_series]}, indent=1)
+
+
+def _label_value(v: str) -> str:
+    return v.replace("\\", "\\\\").replace("\n", "\\n").replace('"', '\\"')
+
+
+def to_openmetrics(all_series: Iterable[Series]) -> str:
+    by_metric: dict[str, list[Series]] = {}
+    for s in all_series:
+        by_metric.setdefault(s.metric, []).append(s)
+    lines: list[str] = []
+    for metric in sorted(by_metric):
+        lines.append(f"# TYPE {metric} gauge")
+        if metric in UNITS:
+            lines.append(f"# UNIT {metric} {UNITS[metric]}")
+        lines.append(f"# HELP {metric} {HELP.get(metric, metric)}")
+        for s in by_metric[metric]:
+            labels = ",".join(f'{k}="{_label_value(v)}"' for k, v in s.labels)
+            for t, v in s.points:
+                lines.append(f"{metric}{{{labels}}} {v!r} {t:.3f}")
+    lines.append("# EOF")
+    return "\n".join(lines) + "\n"
+
+
+def export(rec: Recording, fmt: str, out: Path, *, start_s: float = 0.0, end_s: float | None = None) -> list[Path]:
+    """Write ``rec`` as ``fmt`` under ``out`` (a folder for CSV, one file otherwise); the paths written."""
+    all_series = series(rec, start_s, end_s)
+    if fmt == "csv":
+        out.mkdir(parents=True, exist_ok=True)
+        paths = []
+        for s in all_series:
+            p = out / f"{s.name}.csv"
+            p.write_text(to_csv(s))
+            paths.append(p)
+        return paths
+    text = to_json(all_series, rec.header) if fmt == "json" else to_openmetrics(all_series)
+    out.parent.mkdir(parents=True, exist_ok=True)
+    out.write_text(text)
+    return [out]
