@@ -299,7 +299,7 @@ def main(argv=None) -> int:
     for kind, needle in (("decode", "Decode batch"), ("prefill", "Prefill batch"), ("other", None)):
         subset = [line for line in lines if (needle in line if needle else "batch" not in line)]
         t_best = o_best = float("inf")
-        for i in range(max(1, args.repeats)):
+        for _ in range(max(1, args.repeats)):
             t_best = min(t_best, time_theirs(pattern, subset))
             o_best = min(o_best, time_ours(subset, poll, parsers["batch"]))
         by_kind[kind] = (t_best / len(subset) * 1e6, o_best / len(subset) * 1e6)

@@ -31,7 +31,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from spectui.agent.live_figures import HISTORY_S as AGENT_WINDOW_S  # noqa: E402
+from spectui.agent.servers.figures import HISTORY_S as AGENT_WINDOW_S  # noqa: E402
 from spectui.core.live import HostLink  # noqa: E402
 from spectui.core.profiles import load_profiles  # noqa: E402
 from spectui.core.servers import ServerControl  # noqa: E402

@@ -1,15 +1,16 @@
-"""Render SVG screenshots of the console's screens from the demo into ``screenshots/``.
+"""Render SVG screenshots of the console's screens from the demo, at 160x50 and at 80x24.
 
-    python3 scripts/screenshots.py [--out screenshots] [--size 160x50]
+    python3 scripts/screenshots.py [--out screenshots] [--size 160x50 --size 80x24]
 
 Runs the console on a private simulated host (a temporary state folder, stopped at the end):
 starts kimi-baseline, switches to kimi-eagle3 (confirmation and stages on the way), lets the
 demo traffic run until the panels have data, runs the verify-cost probe (predicted L* beside
-the measured one), then opens help, the log, the palette, the host key dialog, the source
-browser (SGLang's published wheel, fetched with pip when it is not in the wheel cache) and
-compares the three kimi profiles with the single-stream preset (a few minutes). Files:
-dashboard.svg, confirm.svg, switching.svg, help.svg, logs.svg, palette.svg, hostkey.svg,
-source.svg, bench.svg.
+the measured one), then opens help, the log, the palette, the source browser (SGLang's
+published wheel, fetched with pip when it is not in the wheel cache) and compares the three
+kimi profiles with the single-stream preset (a few minutes). The host key dialog is the one
+the console shows when the host's key is not in known_hosts (the connection is told to fail
+that way). Files: dashboard.svg, confirm.svg, switching.svg, help.svg, logs.svg, palette.svg,
+hostkey.svg, source.svg, bench.svg; the 160x50 ones in --out, each other size in --out/COLSxROWS/.
 """
 
 from __future__ import annotations
@@ -24,25 +25,56 @@ import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
+SIZES = ("160x50", "80x24")  # the README's size first
 sys.path.insert(0, str(ROOT))
 
 
-async def wait(pilot, cond, timeout: float, what: str) -> None:
+async def wait(pilot, cond, timeout: float, what: str, step: float = 0.2) -> None:
     deadline = time.monotonic() + timeout
     while not cond():
         if time.monotonic() > deadline:
             raise SystemExit(f"screenshots: timed out waiting for {what}")
-        await pilot.pause(0.2)
+        await pilot.pause(step)
 
 
-async def run(out: Path, size: tuple[int, int], serve_s: float) -> list[str]:
+async def host_key(out: Path, size: tuple[int, int]) -> str:
+    """The dialog the console shows when the host's key is not in known_hosts, over its connecting screen."""
     import asyncssh
 
+    import spectui.core.live
     from spectui.core.errors import HostKeyUnknown
     from spectui.core.session import HostTarget
     from spectui.ui.app import SpectuiApp
-    from spectui.ui.screens.confirm import ConfirmScreen
     from spectui.ui.screens.dialogs import HostKeyScreen
+
+    key = asyncssh.generate_private_key("ssh-ed25519")
+    exc = HostKeyUnknown("The host key of gpu-host is not in ~/.ssh/known_hosts.", host="gpu-host", port=22,
+                         fingerprint=key.get_fingerprint("sha256"), key_type="ssh-ed25519",
+                         known_hosts="~/.ssh/known_hosts")
+
+    async def unknown_key(target, **_kw):
+        raise exc  # what connecting to a host whose key is not in known_hosts raises
+
+    connect, spectui.core.live.open_session = spectui.core.live.open_session, unknown_key
+    try:
+        with tempfile.TemporaryDirectory(prefix="spectui-shots-") as state:
+            app = SpectuiApp(HostTarget.demo(state), traffic=False)
+            async with app.run_test(size=size) as pilot:
+                await wait(pilot, lambda: isinstance(app.screen, HostKeyScreen), 30, "the host key dialog")
+                await pilot.pause(0.5)
+                app.save_screenshot("hostkey.svg", str(out))
+                await pilot.press("q")
+    finally:
+        spectui.core.live.open_session = connect
+    return "hostkey.svg"
+
+
+async def run(out: Path, size: tuple[int, int], serve_s: float) -> list[str]:
+    from spectui.core.demo_ports import plan_demo_ports
+    from spectui.core.profiles import load_profiles
+    from spectui.core.session import HostTarget
+    from spectui.ui.app import SpectuiApp
+    from spectui.ui.screens.confirm import ConfirmScreen
     from spectui.ui.screens.help import HelpScreen
     from spectui.ui.screens.bench import BenchScreen
     from spectui.ui.screens.logs import LogScreen
@@ -52,18 +84,26 @@ async def run(out: Path, size: tuple[int, int], serve_s: float) -> list[str]:
 
     state = tempfile.mkdtemp(prefix="spectui-shots-")
     # the wheel stays in the user's wheel cache between runs; everything else is private to this run
-    import platformdirs
+    from spectui.core.source.wheels import wheel_cache_dir
 
-    os.environ.setdefault("SPECTUI_WHEEL_CACHE",
-                          os.path.join(platformdirs.user_cache_dir("spectui"), "sglang", "wheels"))
+    os.environ.setdefault("SPECTUI_WHEEL_CACHE", str(wheel_cache_dir()))
     os.environ.setdefault("XDG_CACHE_HOME", os.path.join(state, "cache"))
     os.environ.setdefault("SPECTUI_DATA_DIR", os.path.join(state, "data"))
-    app = SpectuiApp(HostTarget.demo(os.path.join(state, "demo")), traffic=True)
+    os.environ.setdefault("SPECTUI_CONFIG_DIR", os.path.join(state, "config"))  # the shipped profiles only
+    # as `spectui demo` does: a profile port another program holds on this machine is moved
+    library = load_profiles()
+    demo = os.path.join(state, "demo")
+    ports = plan_demo_ports(library, state_dir=demo)
+    app = SpectuiApp(HostTarget.demo(demo, ports=ports), library=ports.apply(library), traffic=True)
     saved: list[str] = []
 
     def shot(name: str) -> None:
         app.save_screenshot(f"{name}.svg", str(out))
         saved.append(f"{name}.svg")
+
+    def number(name: str) -> str:
+        """The key that switches to the profile ``name`` (its row's number)."""
+        return str([p.name for p in app.profiles].index(name) + 1)
 
     def state_of(name: str) -> str | None:
         return (app.link.servers.get(name) or {}).get("state")
@@ -71,19 +111,21 @@ async def run(out: Path, size: tuple[int, int], serve_s: float) -> list[str]:
     async with app.run_test(size=size) as pilot:
         await wait(pilot, lambda: app.link is not None and app.link.connected and app.screen is app.dashboard
                    and app.link.gpu is not None, 60, "the connection")
-        await pilot.press("1")
-        await wait(pilot, lambda: state_of("kimi-baseline") == "ready" and app.busy is None, 90, "kimi-baseline")
+        await pilot.press(number("kimi-baseline"))
+        await wait(pilot, lambda: state_of("kimi-baseline") == "ready" and app.busy is None, 300, "kimi-baseline")
         await pilot.pause(serve_s)  # baseline frames at one request, for the break-even L*
-        await pilot.press("2")
+        await pilot.press(number("kimi-eagle3"))
         await wait(pilot, lambda: isinstance(app.screen, ConfirmScreen), 10, "the confirmation")
         await pilot.pause(0.3)
         shot("confirm")
         await pilot.press("y")
+        # the weights load in a few seconds: look often, and shoot at once
         await wait(pilot, lambda: state_of("kimi-eagle3") == "loading" and
-                   ((app.link.servers["kimi-eagle3"].get("progress") or {}).get("percent") or 0) > 30, 60, "loading")
-        await pilot.pause(0.3)
+                   ((app.link.servers["kimi-eagle3"].get("progress") or {}).get("percent") or 0) > 10, 60, "loading",
+                   step=0.05)
+        app.refresh_now()  # draws the panels from the link at once: shot before the next frame moves on
         shot("switching")
-        await wait(pilot, lambda: state_of("kimi-eagle3") == "ready" and app.busy is None, 90, "kimi-eagle3")
+        await wait(pilot, lambda: state_of("kimi-eagle3") == "ready" and app.busy is None, 300, "kimi-eagle3")
         await pilot.pause(serve_s)
 
         def fresh() -> bool:
@@ -93,7 +135,7 @@ async def run(out: Path, size: tuple[int, int], serve_s: float) -> list[str]:
 
         await wait(pilot, fresh, 30, "a fresh frame")
         await pilot.press("p")  # the verify-cost probe: the simulator's hardware model, at once
-        await wait(pilot, lambda: "kimi-eagle3" in app.probes, 30, "the probe")
+        await wait(pilot, lambda: "kimi-eagle3" in app.probe.probes, 30, "the probe")
         await wait(pilot, lambda: app.dashboard.query_one("#spec").text.count("L*") >= 2, 60, "both L*")
         await wait(pilot, fresh, 30, "a fresh frame")
         app.refresh_now()
@@ -111,7 +153,7 @@ async def run(out: Path, size: tuple[int, int], serve_s: float) -> list[str]:
         await pilot.press("enter")
         await pilot.pause(0.5)
         shot("logs")
-        await pilot.press("escape")
+        await pilot.press("escape", "escape")  # the first ends the search, the second leaves the log
         await wait(pilot, lambda: app.screen is app.dashboard, 10, "the dashboard")
         await pilot.press("ctrl+p")
         await pilot.pause(0.5)
@@ -120,20 +162,13 @@ async def run(out: Path, size: tuple[int, int], serve_s: float) -> list[str]:
         shot("palette")
         await pilot.press("escape")
         await pilot.pause(0.3)
-        key = asyncssh.generate_private_key("ssh-ed25519")
-        exc = HostKeyUnknown("unknown host key", host="gpu-host", port=22, fingerprint=key.get_fingerprint("sha256"),
-                             key_type="ssh-ed25519", known_hosts="~/.ssh/known_hosts")
-        app.push_screen(HostKeyScreen(exc))
-        await pilot.pause(0.5)
-        shot("hostkey")
-        app.pop_screen()
-        await pilot.pause(0.2)
         # f: the source browser (on the demo, SGLang's published wheel: fetched when not in the cache)
         await pilot.press("f")
         await wait(pilot, lambda: isinstance(app.screen, (SourceScreen, ConfirmScreen)), 60, "the source")
         if isinstance(app.screen, ConfirmScreen):
             await pilot.press("y")
             await wait(pilot, lambda: isinstance(app.screen, SourceScreen), 900, "the wheel")
+        await wait(pilot, lambda: app.screen.query(SourceTree), 30, "the source screen")
         source = app.screen
         tree = source.query_one(SourceTree)
         await wait(pilot, lambda: tree.node_for("srt/speculative") is not None
@@ -161,7 +196,7 @@ async def run(out: Path, size: tuple[int, int], serve_s: float) -> list[str]:
         await wait(pilot, lambda: isinstance(app.screen, ConfirmScreen), 10, "the confirmation")
         await pilot.press("y")
         await wait(pilot, lambda: isinstance(app.screen, BenchScreen), 10, "the benchmark screen")
-        await wait(pilot, lambda: not app.bench_job.active, 1200, "the comparison")
+        await wait(pilot, lambda: not app.bench.job.active, 1200, "the comparison")
         await pilot.pause(0.5)
         shot("bench")
         await pilot.press("escape")
@@ -175,15 +210,22 @@ async def run(out: Path, size: tuple[int, int], serve_s: float) -> list[str]:
 def main() -> int:
     ap = argparse.ArgumentParser(description="Render SVG screenshots of the console from the demo.")
     ap.add_argument("--out", default=str(ROOT / "screenshots"), help="folder for the SVG files")
-    ap.add_argument("--size", default="160x50", help="terminal size COLSxROWS (default 160x50)")
+    ap.add_argument("--size", action="append", metavar="COLSxROWS",
+                    help=f"terminal size, repeatable (default: {' and '.join(SIZES)}); a size other than "
+                         f"{SIZES[0]} goes in its own folder under --out")
     ap.add_argument("--serve", type=float, default=40.0, help="seconds each server runs before its shots")
     args = ap.parse_args()
-    out = Path(args.out)
-    out.mkdir(parents=True, exist_ok=True)
-    cols, rows = (int(x) for x in args.size.lower().split("x"))
-    saved = asyncio.run(run(out, (cols, rows), args.serve))
-    for name in saved:
-        print(out / name)
+    for size in args.size or SIZES:
+        try:
+            cols, rows = (int(x) for x in size.lower().split("x"))
+        except ValueError:
+            ap.error(f"--size takes COLSxROWS, such as 80x24, not {size!r}")
+        out = Path(args.out) if size == SIZES[0] else Path(args.out) / f"{cols}x{rows}"
+        out.mkdir(parents=True, exist_ok=True)
+        saved = asyncio.run(run(out, (cols, rows), args.serve))
+        saved.append(asyncio.run(host_key(out, (cols, rows))))
+        for name in saved:
+            print(out / name)
     return 0
 
 

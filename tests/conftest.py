@@ -1,3 +1,4 @@
+import os
 import sys
 from pathlib import Path
 
@@ -9,6 +10,9 @@ if str(ROOT) not in sys.path:
 
 from tests.support.real_sglang import real_sglang_python  # noqa: E402,F401  (the real-SGLang venv, for any test)
 from tests.support.sshd import LoopbackSshd  # noqa: E402
+# the longest tests start first and workers take tests one at a time (tests/durations.json)
+from tests.support.schedule import (  # noqa: E402,F401
+    pytest_addoption, pytest_collection_modifyitems, pytest_configure)
 
 
 @pytest.fixture(scope="session")
@@ -26,15 +30,43 @@ def state_dir(tmp_path):
     return d
 
 
-@pytest.fixture(autouse=True)
-def _isolated_history(tmp_path_factory, monkeypatch):
-    """No test writes into the user's real history or reads the user's settings and profiles (tests that
-    need a store or a config folder set their own)."""
-    import os
+# What the tests share with this machine, pinned before any test moves HOME: pyenv's root (its shims
+# find the interpreters through it), pip's user config (it names the package index), the cached venvs
+# of scripts/real_sglang_venv.sh and scripts/textual_floor_venv.sh, and the SGLang wheels tests fetch.
+_REAL_HOME = Path.home()
 
-    if "SPECTUI_DATA_DIR" not in os.environ:
-        monkeypatch.setenv("SPECTUI_DATA_DIR", str(tmp_path_factory.mktemp("data")))
-    # nor reads the user's settings or profiles: the XDG config folder is a fresh one, which a test may
-    # move again (XDG_CONFIG_HOME, or SPECTUI_CONFIG_DIR, which wins)
-    monkeypatch.delenv("SPECTUI_CONFIG_DIR", raising=False)
-    monkeypatch.setenv("XDG_CONFIG_HOME", str(tmp_path_factory.mktemp("config")))
+
+def _pin(variable: str, value: Path) -> None:
+    if variable not in os.environ and value.exists():
+        os.environ[variable] = str(value)
+
+
+_pin("PYENV_ROOT", _REAL_HOME / ".pyenv")
+_pin("PIP_CONFIG_FILE", Path(os.environ.get("XDG_CONFIG_HOME") or _REAL_HOME / ".config") / "pip" / "pip.conf")
+_pin("PIP_CONFIG_FILE", _REAL_HOME / ".pip" / "pip.conf")
+os.environ.setdefault("SPECTUI_SGLANG_VENVS", str(_REAL_HOME / ".cache" / "spectui" / "sglang-venvs"))
+os.environ.setdefault("SPECTUI_TEXTUAL_VENVS", str(_REAL_HOME / ".cache" / "spectui" / "textual-venvs"))
+os.environ.setdefault("SPECTUI_TEST_WHEELS",
+                      os.environ.get("SPECTUI_WHEEL_CACHE") or str(_REAL_HOME / ".cache" / "spectui-test-wheels"))
+
+# The operator's own settings that would change what a test sees; a test sets the ones it needs.
+USER_VARIABLES = ("SPECTUI_CONFIG_DIR", "SPECTUI_CACHE_DIR", "SPECTUI_PROFILES_PATH", "SPECTUI_PRESETS_PATH",
+                  "SPECTUI_LOG", "SPECTUI_STATE_DIR")
+ISOLATED_XDG = ("XDG_CONFIG_HOME", "XDG_CACHE_HOME", "XDG_DATA_HOME", "XDG_STATE_HOME")
+
+
+@pytest.fixture(autouse=True)
+def _isolated_home(tmp_path_factory, monkeypatch):
+    """No test reads or writes the user's folders: HOME, the XDG folders, spectui's data folder and the
+    demo host's state are fresh ones for every test (a test may move them again: XDG_CONFIG_HOME, or
+    SPECTUI_CONFIG_DIR, which wins). The SGLang wheels are the tests' shared cache, unless a test
+    names another."""
+    home = tmp_path_factory.mktemp("home")
+    monkeypatch.setenv("HOME", str(home))
+    for variable in ISOLATED_XDG:
+        monkeypatch.setenv(variable, str(home / variable.lower()))
+    for variable in USER_VARIABLES:
+        monkeypatch.delenv(variable, raising=False)
+    monkeypatch.setenv("SPECTUI_DATA_DIR", str(home / "spectui-data"))
+    monkeypatch.setenv("SPECTUI_DEMO_STATE", str(home / "demo-state"))
+    monkeypatch.setenv("SPECTUI_WHEEL_CACHE", os.environ["SPECTUI_TEST_WHEELS"])

@@ -11,9 +11,12 @@ written to disk.
 from __future__ import annotations
 
 import hashlib
+import logging
 import os
 import subprocess
 import sys
+
+log = logging.getLogger(__name__)
 
 PACKAGE = "spectui_agent"
 
@@ -127,5 +130,5 @@ def exit_now(code):
         try:
             stream.flush()
         except Exception:
-            pass
+            log.debug('an output stream could not be flushed before exit', exc_info=True)
     os._exit(code)

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from .sglang_probe import sglang_info
+from .source.locate import sglang_info
 
 import os
 import platform

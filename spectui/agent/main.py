@@ -7,7 +7,7 @@ tests and the local transport, as ``python -m spectui.agent.main``.
 from __future__ import annotations
 
 import argparse
-import importlib
+import logging
 import os
 import signal
 import sys
@@ -15,22 +15,32 @@ import threading
 import time
 from concurrent.futures import ThreadPoolExecutor
 
-from . import facts, launch_help
+from . import agentlog, facts
+from .bench import methods as bench_methods, traffic
 from .bootstrap import bundle_hash as _bundle_hash, exit_now, own_sources
-from .gpu_select import SOURCES, open_source
-from .gpu_stream import GpuStream
-from .protocol import AgentError, Channel, hello
-from .server_manager import ServerManager
+from .gpu import methods as gpu_methods
+from .gpu.select import open_source
+from .probe import methods as probe_methods
+from .protocol import DEFAULT_STATE_DIR, GPU_SOURCES, AgentError, Channel, Method, hello
+from .servers import methods as server_methods, telemetry
+from .servers.manager import ServerManager
+from .source import methods as source_methods
 
-DEFAULT_STATE = "~/.cache/spectui"
-
-# Agent modules that register request methods (see Agent.__init__).
-FEATURE_MODULES = ["server_telemetry", "source_methods", "traffic", "probe_methods", "bench_methods"]
+log = logging.getLogger(__name__)
 
 
 def bundle_hash():
     pkg = sys.modules.get(__package__)
     return getattr(pkg, "__bundle_hash__", None) or _bundle_hash(own_sources())
+
+
+def agent_methods(agent):
+    return {Method.PING: agent.ping, Method.HOST_FACTS: agent.host_facts, Method.AGENT_STATS: agent.agent_stats}
+
+
+# Every request method comes from one of these, each ``methods(agent) -> {name: fn(params)}``.
+METHOD_TABLES = (agent_methods, gpu_methods.methods, server_methods.methods, telemetry.methods,
+                 source_methods.methods, traffic.methods, probe_methods.methods, bench_methods.methods)
 
 
 class Agent(object):
@@ -41,37 +51,15 @@ class Agent(object):
         self.simulated = args.sim
         self._source = None
         self._source_lock = threading.Lock()
-        self.stream = None
         self.pool = ThreadPoolExecutor(max_workers=16)
         self.servers = ServerManager(self.state_dir, channel, self.gpu_source, simulated=self.simulated)
         self.started = time.time()
         self._on_close = []
-        self.methods = {
-            "ping": self.ping,
-            "host.facts": self.host_facts,
-            "gpu.sample": self.gpu_sample,
-            "gpu.subscribe": self.gpu_subscribe,
-            "gpu.unsubscribe": self.gpu_unsubscribe,
-            "agent.stats": self.agent_stats,
-            "python.sglang": launch_help.sglang_version,
-            "launch.help": launch_help.launch_help,
-            "launch.parse": launch_help.launch_parse,
-            "servers.list": lambda p: self.servers.list(p),
-            "server.start": lambda p: self.servers.start(p),
-            "server.stop": lambda p: self.servers.stop(p),
-            "server.switch": lambda p: self.servers.switch(p),
-            "server.wait": lambda p: self.servers.wait(p),
-            "server.logs": lambda p: self.servers.logs(p),
-            "server.plan_stop": lambda p: self.servers.plan_stop(p),
-            "server.adopt": lambda p: self.servers.adopt_external(p),
-            "server.plan_switch": lambda p: self.servers.plan_switch(p),
-        }
-        # Feature modules add their methods: each has ``methods(agent) -> {name: fn(params)}``.
-        for name in FEATURE_MODULES:
-            module = importlib.import_module("." + name, __package__)
-            self.methods.update(module.methods(self))
+        self.methods = {}
+        for table in METHOD_TABLES:
+            self.methods.update(table(self))
         # Methods answered on the reading thread (cheap, and their timing matters).
-        self.inline = {"ping", "agent.stats"}
+        self.inline = {Method.PING, Method.AGENT_STATS}
 
     # --- GPU -------------------------------------------------------------------------
     def gpu_source(self, interval_s=1.0):
@@ -80,27 +68,6 @@ class Agent(object):
                 self._source = open_source(self.args.gpu_source, self.state_dir, simulated=self.simulated,
                                            interval_s=interval_s, python=sys.executable)
             return self._source
-
-    def gpu_sample(self, params):
-        stream = GpuStream(self.gpu_source(), self.channel)
-        return stream.frame()
-
-    def gpu_subscribe(self, params):
-        interval = float(params.get("interval_s", 1.0))
-        if interval < 0.1:
-            raise AgentError("bad_params", "the GPU telemetry interval must be at least 0.1 s, not %g s" % interval)
-        if self.stream is not None:
-            self.stream.stop()
-        self.stream = GpuStream(self.gpu_source(interval), self.channel, interval)
-        self.stream.start()
-        return {"source": self.stream.source.name, "interval_s": self.stream.interval_s,
-                "message": getattr(self.stream.source, "message", None)}
-
-    def gpu_unsubscribe(self, params):
-        if self.stream is not None:
-            self.stream.stop()
-            self.stream = None
-        return {"stopped": True}
 
     # --- misc ------------------------------------------------------------------------
     def ping(self, params):
@@ -140,6 +107,7 @@ class Agent(object):
         except KeyError as exc:
             self.channel.error(req_id, "bad_params", "the request lacks the parameter %s" % exc)
         except Exception as exc:
+            log.error("a request failed inside the agent", exc_info=True)
             self.channel.error(req_id, "internal", "%s: %s" % (type(exc).__name__, exc))
         else:
             self.channel.reply(req_id, result)
@@ -153,10 +121,8 @@ class Agent(object):
             try:
                 fn()
             except Exception:
-                pass
+                log.debug("a close hook failed", exc_info=True)
         self.servers.close()
-        if self.stream is not None:
-            self.stream.stop()
         with self._source_lock:
             if self._source is not None:
                 self._source.close()
@@ -165,9 +131,11 @@ class Agent(object):
 
 def parse_args(argv):
     p = argparse.ArgumentParser(prog="spectui-agent")
-    p.add_argument("--state", default=DEFAULT_STATE, help="host state folder")
+    p.add_argument("--state", default=DEFAULT_STATE_DIR, help="host state folder")
     p.add_argument("--sim", action="store_true", help="this host is simulated")
-    p.add_argument("--gpu-source", default="auto", choices=SOURCES)
+    p.add_argument("--gpu-source", default="auto", choices=GPU_SOURCES)
+    p.add_argument("--log-level", default=agentlog.DEFAULT_LEVEL, choices=sorted(agentlog.LEVELS),
+                   help="send log records at this level and above to the client")
     return p.parse_args(argv)
 
 
@@ -177,6 +145,7 @@ def main(argv=None, stdin=None, stdout=None):
     args = parse_args(sys.argv[1:] if argv is None else argv)
     stdin = stdin if stdin is not None else sys.stdin.buffer
     channel = Channel(stdout)
+    logged = agentlog.install(channel, args.log_level)
     agent = Agent(args, channel)
 
     def on_signal(signum, frame):
@@ -190,6 +159,8 @@ def main(argv=None, stdin=None, stdout=None):
             pass
 
     channel.send(hello(bundle_hash()))
+    log.info("agent started: pid %d, Python %s, state %s%s", os.getpid(), sys.version.split()[0],
+             agent.state_dir, " (simulated host)" if agent.simulated else "")
     try:
         for raw in iter(stdin.readline, b""):
             if channel.broken:
@@ -202,11 +173,13 @@ def main(argv=None, stdin=None, stdout=None):
                 if not isinstance(msg, dict):
                     raise ValueError("not an object")
             except ValueError as exc:
+                log.warning("an unreadable request line (%s): %.200r", exc, raw)
                 channel.send({"type": "protocol_error", "message": "unreadable request line: %s" % exc})
                 continue
             agent.handle(msg)
     finally:
         agent.close()
+        agentlog.uninstall(logged)
     return 0
 
 

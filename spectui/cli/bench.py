@@ -24,8 +24,10 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import logging
 import sys
 
+from spectui.agent.protocol import ServerState
 from spectui.cli.hostopts import (add_host_options, demo_profiles, command_line, explain_connect_error, has_host, host_words,
                                   refuse_on_problems, run_with_passphrase_prompt, target_from_args)
 from spectui.cli.output import ProgressLine
@@ -227,7 +229,7 @@ async def _single(args: argparse.Namespace, target: HostTarget) -> int:
         server = args.server
         if not server:
             ready = [s["name"] for s in (await session.client.call("servers.list", timeout=30))["servers"]
-                     if s["state"] == "ready"]
+                     if s["state"] == ServerState.READY]
             if len(ready) != 1:
                 raise BenchError("no server is ready on the host: start one (spectui servers start PROFILE) or "
                                  "compare profiles with --profiles" if not ready else
@@ -241,7 +243,7 @@ async def _single(args: argparse.Namespace, target: HostTarget) -> int:
             levels = [preset.concurrency[0]]
         progress = ProgressLine()
         results = []
-        for i, conc in enumerate(levels):
+        for conc in levels:
             handle = await start_run(reconnect.session, preset, server=server, concurrency=conc, engine=args.engine,
                                      labels={"repeat": 1}, allow_overlap=args.allow_overlap)
             others = handle.started.get("overlapped_with") or []
@@ -265,8 +267,9 @@ async def _single(args: argparse.Namespace, target: HostTarget) -> int:
                     try:
                         partial = await asyncio.shield(handle.cancel())
                         store.save_run(partial)
-                    except Exception:
-                        pass
+                    except Exception:  # the interruption is what the user hears of; the reason is logged
+                        logging.getLogger(__name__).warning("the interrupted run %s was not saved", handle.run_id,
+                                                            exc_info=True)
                     raise
                 finally:
                     stop()

@@ -12,6 +12,7 @@ import getpass
 import shlex
 import sys
 
+from spectui.agent.protocol import GPU_SOURCES
 from spectui.core.demo_ports import DemoPorts, plan_demo_ports
 from spectui.core.errors import HostKeyUnknown, KeyPassphraseNeeded
 from spectui.core.paths import demo_state_dir
@@ -20,7 +21,6 @@ from spectui.core.session import HostTarget
 from spectui.core.settings import Settings, load_settings
 from spectui.core.transport.ssh import SshOptions
 
-GPU_SOURCES = ("auto", "nvml", "nvidia-smi", "sim", "none")
 CONNECT_TIMEOUT_S = 15.0
 
 

@@ -3,7 +3,9 @@
 - ``spectui profiles list [--json]``: name, algorithm, key speculative settings and source file;
 - ``spectui profiles check [PATH...] [--json] [--host DEST | --demo] [--python PY]``: schema check,
   and with a host (or ``--python`` alone: this machine) the flags checked by that SGLang's own
-  argument parser; one line per error, exit 1 if any.
+  argument parser; one line per error, exit 1 if any;
+- ``spectui profiles render NAME --for slurm|lws|shell [--output FILE]``: the profile as a Slurm
+  batch script, a Kubernetes LeaderWorkerSet or shell commands, one per node of a multi-node profile.
 """
 
 from __future__ import annotations
@@ -14,8 +16,16 @@ import os
 import sys
 from pathlib import Path
 
-from spectui.core.profiles import PROFILES_PATH_ENV, Profile, ProfileLibrary, load_profiles, user_profile_dir
-from spectui.core.profiles.loader import expand_profile_paths
+from spectui.core.profiles import (
+    PROFILES_PATH_ENV,
+    Profile,
+    ProfileError,
+    ProfileLibrary,
+    load_profiles,
+    user_profile_dir,
+)
+from spectui.core.profiles.loader import expand_profile_paths, read_profile_file
+from spectui.core.profiles.render import DEFAULT_IMAGE, TARGETS as RENDER_TARGETS, RenderError, render
 from spectui.cli import profiles_import
 from spectui.cli.hostopts import add_host_options, explain_connect_error, has_host, run_with_passphrase_prompt, target_from_args
 from spectui.core.errors import SpectuiError
@@ -58,6 +68,24 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     add_host_options(p_check, required=False)
     p_check.set_defaults(func=cmd_check)
     profiles_import.register(sub)
+
+    p_render = sub.add_parser(
+        "render",
+        help="print a profile as a Slurm script, a Kubernetes LeaderWorkerSet or shell commands",
+        description="Render a profile as text a scheduler runs: --for slurm gives an sbatch script (one srun "
+        "task per node, the rank from SLURM_NODEID), --for lws a Kubernetes LeaderWorkerSet and a Service "
+        "(the rank and rank 0's address from LWS_WORKER_INDEX and LWS_LEADER_ADDRESS), --for shell one "
+        "command per node. A multi-node profile ('nodes:') gets --nnodes, --node-rank and --dist-init-addr "
+        "on each node. The text holds the profile's env values; --output writes it to a file only you can read.",
+    )
+    p_render.add_argument("name", metavar="NAME", help="a profile name, or a profile file")
+    p_render.add_argument("--for", dest="target", required=True, choices=RENDER_TARGETS,
+                          help="what to render for: slurm (sbatch), lws (kubectl apply) or shell")
+    p_render.add_argument("-o", "--output", metavar="FILE", help="write to FILE instead of stdout")
+    p_render.add_argument("--force", action="store_true", help="replace an existing --output file")
+    p_render.add_argument("--image", metavar="IMAGE",
+                          help=f"the container image for --for lws (default {DEFAULT_IMAGE})")
+    p_render.set_defaults(func=cmd_render)
 
 
 def _usage(parser: argparse.ArgumentParser) -> int:
@@ -173,6 +201,55 @@ def cmd_check(args: argparse.Namespace) -> int:
             print(f"{len(checked)} profile{'s' if len(checked) != 1 else ''} OK ({files})", file=sys.stderr)
     return 1 if library.errors else 0
 
+
+
+def _render_profile(name: str) -> Profile:
+    """The profile NAME names: a file when one exists at that path, else a profile name."""
+    path = Path(name)
+    if path.suffix in (".yaml", ".yml") or path.is_file():
+        if not path.is_file():
+            raise SpectuiError(f"no profile file {name}; give a profile name or an existing .yaml file")
+        library = load_profiles([path])
+        raw, _ = read_profile_file(path)
+        if library.errors or raw is None:
+            raise library.errors[0]
+        return library.get(raw.name)
+    library = load_profiles()
+    broken = [e for e in library.errors if e.profile == name]
+    if name not in library and broken:
+        raise broken[0]
+    return library.get(name)
+
+
+def _write_private(path: Path, text: str, force: bool) -> None:
+    """Write ``text`` to ``path`` readable only by its owner; an existing file only with ``force``."""
+    flags = os.O_WRONLY | os.O_CREAT | (os.O_TRUNC if force else os.O_EXCL)
+    try:
+        fd = os.open(path, flags, 0o600)
+    except FileExistsError:
+        raise SpectuiError(f"{path} already exists; pass --force to replace it") from None
+    except OSError as exc:
+        raise SpectuiError(f"cannot write {path}: {exc.strerror or exc}") from None
+    with os.fdopen(fd, "w", encoding="utf-8") as out:
+        os.fchmod(fd, 0o600)
+        out.write(text)
+
+
+def cmd_render(args: argparse.Namespace) -> int:
+    try:
+        profile = _render_profile(args.name)
+        text = render(profile, args.target, image=args.image)
+        if args.output:
+            _write_private(Path(args.output), text, args.force)
+    except (ProfileError, RenderError, SpectuiError) as exc:
+        print(f"spectui: {exc}", file=sys.stderr)
+        return 1
+    if not args.output:
+        sys.stdout.write(text)
+        return 0
+    apply = {"slurm": "sbatch", "lws": "kubectl apply -f", "shell": "sh"}[args.target]
+    print(f"spectui: wrote {args.output} ({apply} {args.output})", file=sys.stderr)
+    return 0
 
 
 def _this_machine(args: argparse.Namespace):

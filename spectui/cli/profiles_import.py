@@ -15,6 +15,7 @@ import subprocess
 import sys
 from pathlib import Path
 
+from spectui.agent.protocol import FINAL_STATES, ServerState
 from spectui.cli.hostopts import add_host_options, explain_connect_error, has_host, run_with_passphrase_prompt, target_from_args
 from spectui.core.errors import SpectuiError
 from spectui.core.profiles import FlagCache, FlagSet, parse_help_flags, user_profile_dir
@@ -131,7 +132,7 @@ def find_running(servers: list[dict], wanted: str) -> dict:
         for s in servers:
             if s.get("pid") == int(wanted):
                 return s
-    names = ", ".join(visible(str(s.get("name"))) for s in servers if s.get("state") not in ("stopped",)) or "none"
+    names = ", ".join(visible(str(s.get("name"))) for s in servers if s.get("state") != ServerState.STOPPED) or "none"
     raise SpectuiError(f"no server named {visible(wanted)}, and none whose leader pid is {visible(wanted)}, runs on "
                        f"the host (running: {names}); 'spectui servers list' shows them")
 
@@ -144,7 +145,7 @@ async def _from_running(target, args: argparse.Namespace) -> ImportedProfile:
     session = await open_session(target)
     try:
         view = find_running(await ServerControl(session).list(), args.from_running)
-        if not view.get("argv") or view.get("state") in ("stopped", "failed", "crashed"):
+        if not view.get("argv") or view.get("state") in FINAL_STATES:
             raise SpectuiError(f"{visible(str(view.get('name')))} is {view.get('state')}; import a server that runs")
         flagset, source = await session_flagset(session, python=server_python(view))
         return import_running_server(view, flagset=flagset, flag_source=source, name=args.name,

@@ -13,6 +13,7 @@ import json
 import sys
 import time
 
+from spectui.agent.protocol import DOWN_STATES, FINAL_STATES, STOP_GRACE_S, ServerState
 from spectui.cli.hostopts import (add_host_options, demo_profiles, explain_connect_error, refuse_on_problems,
                                   run_with_passphrase_prompt, target_from_args)
 from spectui.core.errors import AgentCallError, SpectuiError
@@ -21,8 +22,7 @@ from spectui.core.profiles import ProfileError, load_profiles
 from spectui.core.profiles.secret_flags import redact_server_records
 from spectui.cli.confirm import CONFIRMED, DECLINED, ask, count
 from spectui.core.server_describe import describe, holder_lines, plan_lines, started_by_text
-from spectui.core.servers import (FINAL_STATES, SERVER_BENCHMARKED, ServerControl, confirmed_processes, is_external,
-                                  origin)
+from spectui.core.servers import SERVER_BENCHMARKED, ServerControl, confirmed_processes, is_external, origin
 from spectui.core.session import HostTarget, open_session
 from spectui.core.textsafe import for_stream, visible
 
@@ -65,7 +65,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     stop.add_argument("--yes", action="store_true",
                       help="confirm stopping a server spectui did not start (otherwise asked on a terminal)")
     for a in (stop, sw):
-        a.add_argument("--grace", type=float, default=20.0, metavar="S", help="SIGTERM grace period before SIGKILL")
+        a.add_argument("--grace", type=float, default=STOP_GRACE_S, metavar="S", help="SIGTERM grace period before SIGKILL")
         a.add_argument("--stop-benchmark", action="store_true",
                        help="stop a server even while a benchmark run measures it (the run is cancelled and ends "
                             "interrupted)")
@@ -114,7 +114,7 @@ class Progress:
             else:
                 self.show(f"{d['target']}: {d['stage']}" + (f" {detail}" if isinstance(detail, str) and detail else ""))
         elif ev.name == "server" and (self.only is None or d.get("name") in self.only):
-            if d["state"] == "loading" and d.get("progress"):
+            if d["state"] == ServerState.LOADING and d.get("progress"):
                 self.show(f"{d['name']}: loading {_progress(d['progress'])}")
             else:
                 self.show(f"{d['name']}: {d['state']}")
@@ -127,7 +127,7 @@ def _progress(p: dict) -> str:
 
 
 def _uptime(s: dict) -> str:
-    if s["state"] in ("stopped", "failed", "crashed") or not s.get("started_at"):
+    if s["state"] in FINAL_STATES or not s.get("started_at"):
         return "-"
     sec = int(time.time() - s["started_at"])
     return f"{sec // 3600}h{sec % 3600 // 60:02d}m" if sec >= 3600 else f"{sec // 60}m{sec % 60:02d}s"
@@ -141,7 +141,7 @@ def render_list(servers: list[dict]) -> str:
     rows = [f"{'NAME':<20} {'STATE':<13} {'ORIGIN':<8} {'PID':>8} {'PORT':>6} {'GPUS':<16} {'UPTIME':>8}  "
             "REASON / STARTED BY"]
     for s in servers:
-        state = s["state"] + (f" {s['progress']['percent']:.0f}%" if s["state"] == "loading" and s.get("progress")
+        state = s["state"] + (f" {s['progress']['percent']:.0f}%" if s["state"] == ServerState.LOADING and s.get("progress")
                               and s["progress"].get("percent") is not None else "")
         gpus = ",".join(map(str, s.get("gpus") or [])) or "-"
         detail = s.get("reason") or ""
@@ -161,7 +161,7 @@ def _cancelled(result: dict) -> str:
 
 
 def _ended_badly(server: dict) -> str | None:
-    if server["state"] in ("failed", "crashed", "unresponsive"):
+    if server["state"] in DOWN_STATES:
         tail = "\n".join("  " + l for l in (server.get("log_tail") or [])[-15:])
         return f"{server['name']} {server['state']}: {server.get('reason')}" + (f"\nlast log lines:\n{tail}" if tail else "")
     if server.get("timed_out"):
@@ -215,7 +215,7 @@ async def _confirmed_plan(ctl: ServerControl, name: str, args: argparse.Namespac
     """Show the stop plan of ``name``, ask, and return the confirmed ``[[pid, start_ticks], ...]``
     (None: refused or declined, the sentence already printed)."""
     plan = await ctl.plan_stop(name)
-    _show(plan_lines(plan, grace_s=getattr(args, "grace", 20.0), verb=verb), args.json)
+    _show(plan_lines(plan, grace_s=getattr(args, "grace", STOP_GRACE_S), verb=verb), args.json)
     if not plan.get("allowed", True):
         print(f"spectui: {visible(name)} was not {what}: {visible(str(plan.get('why_not')))}", file=sys.stderr)
         return None
@@ -234,7 +234,7 @@ async def _stop(ctl: ServerControl, args: argparse.Namespace, progress: Progress
     if args.profile:
         names = [args.profile]
     else:  # spectui's own and adopted servers; one it did not start is stopped only by name
-        names = [s["name"] for s in servers if s["state"] not in ("stopped",) and not is_external(s)]
+        names = [s["name"] for s in servers if s["state"] != ServerState.STOPPED and not is_external(s)]
         for s in servers:
             if is_external(s) and s["state"] not in FINAL_STATES:
                 print(f"note: {visible(s['name'])} was left running: spectui did not start it (stop it by name: "

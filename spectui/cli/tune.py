@@ -9,40 +9,34 @@
 4. print the predictions beside the measurements, and one recommendation with its evidence: the
    best setting per concurrency with its speedup and noise, or why none beats the baseline.
 
-The helpers shared with ``spectui bench --sweep`` (the probe, the prediction tables, rendering)
-live here too.
+The loop itself is ``spectui.core.tune.run`` (the console's tune screen runs the same one); this
+module prints it. The helpers shared with ``spectui bench --sweep`` (the prediction tables,
+rendering) live here too.
 """
 
 from __future__ import annotations
 
 import argparse
 import json
-import math
 import sys
-import time
 from dataclasses import replace
 
-from spectui.cli.hostopts import (add_host_options, demo_profiles, explain_connect_error, has_host, refuse_on_problems,
+from spectui.cli.hostopts import (add_host_options, explain_connect_error, has_host, refuse_on_problems,
                                   run_with_passphrase_prompt, target_from_args)
-from spectui.core.bench import BenchError, PresetError, load_presets, render_comparison, run_comparison
+from spectui.core.bench import BenchError, PresetError, load_presets, render_comparison
 from spectui.core.bench.presets import Preset
-from spectui.core.bench.runs import host_label
-from spectui.core.errors import AgentCallError, SpectuiError
+from spectui.core.errors import SpectuiError
 from spectui.core.flagcheck import check_on_host
 from spectui.core.history import HistoryStore
-from spectui.core.probe import ProbeOptions, probe_params, run_probe
 from spectui.core.profiles import Profile, ProfileError, load_profiles
 from spectui.core.session import HostTarget, Session, open_session
-from spectui.core.tune import TuneError, predict_table
-from spectui.core.tune.sweep import (VariantPrediction, baseline_for, history_measured, predict_variants,
-                                     predicted_vs_measured, promising_settings, recommend, variant_for_setting)
-from spectui.core.tune.variants import Variant
+from spectui.core.tune import TuneError
+from spectui.core.tune.run import (DEFAULT_BUDGET_MIN, MAX_SETTINGS, SCHEMA, TUNE_PRESET, TuneEvent, TuneProblems,
+                                   lookup_baseline, probe_for, run_tune, variant_meta)
+from spectui.core.tune.sweep import VariantPrediction
 
-SCHEMA = "spectui.tune/1"
-TUNE_PRESET = "tune"
-DEFAULT_BUDGET_MIN = 8.0
-MAX_SETTINGS = 3
-SWITCH_S = 10.0   # a guess at one switch when no comparison has been timed yet
+__all__ = ["SCHEMA", "TUNE_PRESET", "beside_text", "checked", "concurrency_list", "lookup_baseline",
+           "predictions_text", "preset_for", "probe_for", "register", "run", "table_text", "variant_meta"]
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -91,22 +85,6 @@ def preset_for(name: str, concurrency: tuple[int, ...] | None) -> Preset:
     return replace(preset, concurrency=tuple(concurrency)) if concurrency else preset
 
 
-def lookup_baseline(lib, profile: Profile, given: str | None) -> Profile:
-    name = given or baseline_for(profile, lib.get)
-    if name is None:
-        raise TuneError(f"{profile.name} extends no profile without speculation: name the one to beat with --baseline")
-    return lib.get(name)
-
-
-async def probe_for(session: Session, profile: Profile) -> tuple[dict | None, str | None]:
-    """The verify-cost probe's result for ``profile`` on this host, or None and the sentence why not."""
-    try:
-        params = probe_params(profile, ProbeOptions(), agent_python=session.hello.get("python"))
-        return await run_probe(session, params), None
-    except (AgentCallError, SpectuiError, ValueError) as exc:
-        return None, f"no step-time predictions: the verify-cost probe failed: {exc}"
-
-
 def _fmt(v, spec: str, none: str = "-") -> str:
     return none if v is None else format(v, spec)
 
@@ -138,11 +116,6 @@ def beside_text(rows: list[dict]) -> str:
                        "PRED SPEEDUP", "MEASURED"], body)
 
 
-def variant_meta(variants: list[Variant]) -> dict[str, dict]:
-    return {v.server_name: {"display_name": v.display_name, "base": v.base,
-                            "changes": [[f, val] for f, val in v.changes]} for v in variants}
-
-
 async def checked(session: Session, profiles: list[Profile], closing: str) -> bool:
     """Each profile checked by the host's own parser, as before a switch; False (and said) on a problem."""
     for prof in profiles:
@@ -157,121 +130,68 @@ def say(text: str) -> None:
 
 # -- spectui tune ------------------------------------------------------------------------------
 
-def _covers(measured, concurrencies) -> bool:
-    return measured is not None and all(
-        (p := measured.point(c)) is not None and p.spec_step_ms and p.base_step_ms for c in concurrencies)
-
-
 async def _tune(args: argparse.Namespace, target: HostTarget) -> int:
     from spectui.cli.bench import CompareProgress, Reconnector
 
-    t0 = time.monotonic()
-    budget_s = max(0.0, args.budget) * 60.0
-    lib = demo_profiles(args, load_profiles(args.profile_paths))
+    lib = load_profiles(args.profile_paths)
     prof = lib.get(args.profile)
     if prof.algorithm is None:
         raise TuneError(f"{prof.name} has no speculative algorithm: tune a speculative profile")
     base = lookup_baseline(lib, prof, args.baseline)
     preset = preset_for(args.preset, args.concurrency).with_repeats(args.repeat)
-    concs = list(preset.concurrency)
     store = HistoryStore()
     session = await open_session(target)
     reconnect = Reconnector(args, target, session)
-    comps: list[dict] = []
-    report: dict = {"schema": SCHEMA, "profile": prof.name, "baseline": base.name, "preset": preset.name,
-                    "concurrencies": concs, "budget_s": budget_s, "notes": []}
+    progress: list[CompareProgress] = []
 
-    async def compare(profiles: list[Profile], variants: list[Variant]) -> dict:
-        progress = CompareProgress()
-        try:
-            comp = await run_comparison(reconnect.session, profiles, preset, baseline=base.name, store=store,
-                                        on_event=progress, force=args.force, stop_after=target.kind == "demo",
-                                        reconnect=reconnect, variants=variant_meta(variants))
-        finally:
-            progress.out.done()
-        comps.append(comp)
-        return comp
+    def on_event(ev: TuneEvent) -> None:
+        if ev.kind == "stage" and ev.text.startswith("measuring "):
+            say(ev.text)
+        elif ev.kind == "compare_started":
+            progress.append(CompareProgress())
+        elif ev.kind == "compare" and progress:
+            progress[-1](ev.compare)
+        elif ev.kind == "compared" and progress:
+            progress[-1].out.done()
+        elif ev.kind == "problems":
+            refuse_on_problems(list(ev.problems), ev.text)
+        elif ev.kind == "predicted" and not args.json:
+            m = ev.table.measured
+            print(f"predicted from {m.source} of {prof.name} ({m.setting.label}, accept length "
+                  f"{m.accept_length:.2f}) and the verify-cost probe:")
+            print(predictions_text(ev.predictions))
 
     try:
-        if not await checked(session, [base, prof], "nothing was tuned: fix the profile first."):
+        try:
+            outcome = await run_tune(session, prof, base, preset, budget_s=args.budget * 60.0,
+                                     max_settings=args.max_settings, store=store, on_event=on_event,
+                                     force=args.force, stop_after=target.kind == "demo", reconnect=reconnect,
+                                     session_of=lambda: reconnect.session)
+        except TuneProblems as exc:
+            refuse_on_problems(exc.problems, exc.closing)
             return 1
-        host = host_label(session)
-        report["host"] = host
-        probe, why = await probe_for(session, prof)
-        if probe is None:
-            raise TuneError(why)
-        measured = history_measured(store.runs(), prof.name, host=host, baseline=base.name)
-        per_profile = None
-        if not _covers(measured, concs):
-            say(f"measuring {prof.name} and {base.name} first ({preset.describe()})")
-            started = time.monotonic()
-            comp = await compare([base, prof], [])
-            per_profile = (time.monotonic() - started) / 2
-            measured = history_measured(store.runs(), prof.name, host=host, baseline=base.name)
-            if measured is None:
-                raise TuneError(f"the runs of {prof.name} kept no correct-drafts histogram: nothing to predict from")
-        report["measured_from"] = measured.source
-        table = predict_table(measured, probe, concurrencies=concs)
-        report["predictions"] = table.to_dict()
-        if per_profile is None:
-            per_profile = SWITCH_S + len(concs) * preset.repeats * 30.0
-        left = budget_s - (time.monotonic() - t0) - per_profile  # the baseline is measured again beside them
-        fits = max(0, math.floor(left / per_profile)) if per_profile > 0 else 0
-        count = min(max(0, args.max_settings), fits)
-        chosen = promising_settings(table, count)
-        variants = []
-        for s in chosen:
-            v = variant_for_setting(prof, s)
-            if v.problems:
-                report["notes"].append(f"{v.display_name}: " + "; ".join(v.problems))
-                continue
-            variants.append(v)
-        report["estimate_per_setting_s"] = per_profile
-        preds = predict_variants(measured, probe, [(prof.name, prof)] + [(v.display_name, v.profile)
-                                                                          for v in variants], concs)
-        report["chosen"] = [vp.to_dict() for vp in preds]
-        if not args.json:
-            print(f"predicted from {measured.source} of {prof.name} ({measured.setting.label}, accept length "
-                  f"{measured.accept_length:.2f}) and the verify-cost probe:")
-            print(predictions_text(preds))
-        if not variants:
-            report["notes"].append(f"the budget of {args.budget:g} min left no time to measure other settings "
-                                   f"(about {per_profile:.0f} s each)" if count == 0 else
-                                   "no other setting could be measured")
-        elif await checked(reconnect.session, [v.profile for v in variants], "the predicted settings were not run."):
-            if _covers_from_comps(comps, prof.name):
-                await compare([base, *[v.profile for v in variants]], variants)
-            else:
-                await compare([base, prof, *[v.profile for v in variants]], variants)
-        names = {v.server_name: v.display_name for v in variants}
-        beside = []
-        for comp in comps:
-            beside += predicted_vs_measured(comp, [vp for vp in preds if any(
-                row["name"] == vp.server for row in comp["profiles"])])
-        rec = recommend(comps, concs, names)
-        report.update(comparisons=[c.get("id") for c in comps], predicted_vs_measured=beside,
-                      recommendation=rec.to_dict(), elapsed_s=time.monotonic() - t0)
+        finally:
+            for p in progress:
+                p.out.done()
+        report = outcome.report
         if args.json:
             print(json.dumps(report, indent=2, default=str))
             return 0
-        for comp in comps:
+        for comp in outcome.comparisons:
             print(render_comparison(comp, "text"), end="")
         print("\npredicted beside measured (per stream):")
-        print(beside_text(beside))
+        print(beside_text(list(outcome.beside)))
         for note in report["notes"]:
             print(f"note: {note}")
+        rec = outcome.recommendation
         print("recommendation: " + rec.summary)
         for pick in rec.picks:
             print("  " + pick.sentence())
         print(f"(tune took {report['elapsed_s'] / 60:.1f} min; comparisons "
-              f"{', '.join(str(c.get('id')) for c in comps)} in {store.path})")
+              f"{', '.join(str(c.get('id')) for c in outcome.comparisons)} in {store.path})")
         return 0
     finally:
         await reconnect.session.close()
-
-
-def _covers_from_comps(comps: list[dict], name: str) -> bool:
-    return any(row["name"] == name and row.get("cells") for c in comps for row in c["profiles"])
 
 
 def run(args: argparse.Namespace) -> int:

@@ -23,8 +23,10 @@ the terminal.
 
 from __future__ import annotations
 
+import difflib
 import json
 import logging
+import math
 import shutil
 import statistics
 import subprocess
@@ -34,9 +36,10 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field, replace
 from typing import Any
 
+from spectui.agent.protocol import DOWN_STATES
+
 log = logging.getLogger(__name__)
 
-DOWN_STATES = ("unresponsive", "crashed", "failed")
 RECENT_FRAMES = 10
 REFERENCE_MIN = 30
 REFERENCE_MAX = 300
@@ -96,8 +99,10 @@ def alert_config(data: Any) -> tuple[AlertConfig, list[tuple[tuple, str]]]:
             out[key] = value
             continue
         if key not in rules:
-            known = ", ".join([*DEFAULT_RULES, *OUTPUT_KEYS])
-            problems.append(((*where,), f"unknown alert rule {key!r}; the rules and outputs are {known}"))
+            names = [*DEFAULT_RULES, *OUTPUT_KEYS]
+            close = difflib.get_close_matches(str(key), names, n=1)
+            hint = f"did you mean {close[0]!r}?" if close else f"the rules and outputs are {', '.join(names)}"
+            problems.append((where, f"unknown alert rule {key!r}; {hint}"))
             continue
         if isinstance(value, bool):
             rules[key] = replace(rules[key], enabled=value)
@@ -154,6 +159,34 @@ class GpuInput:
 class AlertInputs:
     servers: tuple[ServerInput, ...] = ()
     gpus: tuple[GpuInput, ...] = ()
+
+
+def _nan_none(values: Iterable[float]) -> tuple[float | None, ...]:
+    return tuple(None if math.isnan(v) else v for v in values)
+
+
+def inputs_from_link(link: Any, l_stars: Mapping[str, tuple[float, str]] | None = None) -> AlertInputs:
+    """The rules' view of a :class:`~spectui.core.live.HostLink` (or a replay): each server's record and
+    series (the last :data:`REFERENCE_MAX` + :data:`RECENT_FRAMES` frames), the latest GPU sample, and
+    the break-even L* per server with where it came from (``measured`` or ``predicted``)."""
+    l_stars = l_stars or {}
+    keep = REFERENCE_MAX + RECENT_FRAMES
+    servers = []
+    for name in sorted(set(link.servers) | set(link.series)):
+        record = link.servers.get(name) or {}
+        series = link.series.get(name)
+        latest = series.latest if series is not None else None
+        l_star = l_stars.get(name)
+        servers.append(ServerInput(
+            name=name, state=record.get("state") or (latest.state if latest else None),
+            accept_lengths=_nan_none(series.accept_length.values(keep)) if series else (),
+            throughputs=_nan_none(series.gen_throughput.values(keep)) if series else (),
+            queue_req=latest.queue_req if latest else None,
+            speculative=bool(latest.speculating) if latest else False,
+            l_star=l_star[0] if l_star else None, l_star_source=l_star[1] if l_star else None,
+            accept_source=latest.accept_length.source if latest else None))
+    gpus = tuple(GpuInput(g.index, g.mem_used_mib, g.mem_total_mib) for g in (link.gpu.gpus if link.gpu else ()))
+    return AlertInputs(servers=tuple(servers), gpus=gpus)
 
 
 @dataclass(frozen=True)

@@ -22,13 +22,13 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from spectui.agent.protocol import LIVE_STATES
 from spectui.core.errors import SpectuiError
 from spectui.core.profiles import ProfileLibrary
 
 PORT_MIN = 1024
 PORT_MAX = 65535
 MOVE_BY = 100  # a taken port moves to the first free one from here up
-LIVE_STATES = ("starting", "loading", "ready", "unresponsive", "stopping")
 
 
 class DemoPortError(SpectuiError):

@@ -14,9 +14,11 @@ import shlex
 from dataclasses import dataclass, field
 from typing import Any
 
-from spectui import __version__
+from spectui.agent.protocol import Method
 from spectui.core.profiles import FlagCache, FlagSet, Profile, ProfileError, check_against, parse_help_flags
+from spectui.core.profiles.argv import SIM_LAUNCHER
 from spectui.core.profiles.errors import close_matches, did_you_mean
+from spectui.core.profiles.flagcache import simulator_flags_key
 from spectui.core.profiles.flags import (
     ProfileItem,
     abbreviation_note,
@@ -30,7 +32,6 @@ from spectui.core.profiles.flags import (
 )
 from spectui.core.session import Session
 
-SIM_LAUNCHER = ["-m", "spectui.sim.server"]
 #: How the simulated host's launcher reads its flags (it picks them by ``--sim-log-format``).
 SIM_PARSER = {"kind": "parse_function", "target": "spectui.sim.server.cli:parse_args"}
 #: How SGLang's launcher builds its parser (sglang 0.5.23 wheel, sglang/srt/server_args.py:679).
@@ -68,14 +69,14 @@ class FlagCheck:
 
 def _group_key(session: Session, profile: Profile, python: str | None) -> tuple[str, tuple[str, ...]]:
     if session.target.simulated:
-        return python or session.hello.get("python") or "python3", tuple(SIM_LAUNCHER)
+        return python or session.hello.get("python") or "python3", SIM_LAUNCHER
     return python or profile.python or "python3", tuple(profile.launcher)
 
 
 async def _version_key(session: Session, python: str, launcher: tuple[str, ...]) -> str:
     if session.target.simulated:
-        return f"spectui-sim-{__version__}@{python}"
-    info = await session.client.call("python.sglang", {"python": python}, timeout=60)
+        return simulator_flags_key(python)
+    info = await session.client.call(Method.PYTHON_SGLANG, {"python": python}, timeout=60)
     return f"sglang-{info.get('version') or 'unknown'}@{python}:{' '.join(launcher)}"
 
 
@@ -144,7 +145,7 @@ async def check_profiles_on_host(session: Session, profiles: list[Profile], *, p
         reason = None
         if todo:
             cached_flags = cache.get(host, version)
-            res = await session.client.call("launch.parse", {
+            res = await session.client.call(Method.LAUNCH_PARSE, {
                 "python": interpreter, "launcher": list(launcher), "parser": SIM_PARSER if simulated else SGLANG_PARSER,
                 "commands": [{"items": words[id(p)]} for p in todo], "help_text": cached_flags is None,
             }, timeout=300)

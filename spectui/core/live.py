@@ -5,17 +5,21 @@ server frames, and keeps them in bounded buffers. When an established connection
 reconnects with exponential backoff on its own, leaving the last values in place (marked
 stale by the console). Errors that need the user (host key, authentication, passphrase,
 a first connection that fails) are raised out of ``run()`` for the console to show.
-Nothing here imports Textual: the console reads :meth:`HostLink.snapshot`-style attributes
-at its own refresh rate.
+Nothing here imports Textual: the console reads the link's attributes at its own refresh rate,
+and hears what changed from :attr:`HostLink.events` (:mod:`spectui.core.link_events`): a session
+opened or lost, a server's record, a switch's stage, a frame. A session's events are published
+once it is open (after its :class:`~spectui.core.link_events.SessionOpened`).
 """
 
 from __future__ import annotations
 
 import asyncio
 import enum
+import logging
 import time
 from dataclasses import dataclass, field
 
+from spectui.agent.protocol import FINAL_STATES, Event as WireEvent, Method, ServerState
 from spectui.core.errors import (
     AgentCallError,
     AuthFailed,
@@ -24,12 +28,33 @@ from spectui.core.errors import (
     HostKeyError,
     KeyPassphraseNeeded,
 )
+from spectui.core.link_events import (
+    FrameReceived,
+    LinkEvents,
+    LinkStateChanged,
+    ServerChanged,
+    SessionClosed,
+    SessionOpened,
+    SwitchStage,
+)
 from spectui.core.profiles import Profile
 from spectui.core.rpc import Event
 from spectui.core.server_frames import ServerFrame, ServerSeries
-from spectui.core.servers import ServerControl, is_external
+from spectui.core.servers import RecordError, ServerControl, ServerRecord, is_external
 from spectui.core.session import HostTarget, Session, open_session
 from spectui.core.telemetry import GpuHistory, TelemetryFrame
+
+log = logging.getLogger(__name__)
+
+
+def _checked_record(data: object) -> ServerRecord | None:
+    """A server record from the agent, checked where it enters; a malformed one is logged (one sentence)
+    and left out, never stored."""
+    try:
+        return ServerRecord.from_wire(data)
+    except RecordError as exc:
+        log.warning("%s", exc)
+        return None
 
 NEEDS_USER = (HostKeyError, AuthFailed, KeyPassphraseNeeded)
 BACKOFF_START_S = 1.0
@@ -72,6 +97,8 @@ class HostLink:
         self.reconnect_at: float | None = None
         self.reconnects = 0
         self.version = 0  # bumped on every change the console may show
+        self.events = LinkEvents()  # what changed, as typed events (spectui.core.link_events)
+        self.recorder = None  # a spectui.core.recording.RecordingWriter: every event received is written to it
         self._history = history
         self._closing = False
         self._connected_once = False
@@ -96,21 +123,43 @@ class HostLink:
     def _changed(self) -> None:
         self.version += 1
 
+    def _set_state(self, state: LinkState, message: str) -> None:
+        if state is not self.state:
+            log.info("link %s%s", state.value, "" if state is LinkState.CLOSED else f": {message}")
+        self.state, self.message = state, message
+        self._changed()
+        self.events.publish(LinkStateChanged(state.value, message))
+
+    def _publish(self, event) -> None:
+        """An event of the open session (none while a session is being set up or after it is lost)."""
+        if self.state is LinkState.CONNECTED:
+            self.events.publish(event)
+
+    def _switch_stage(self, sp: SwitchProgress) -> None:
+        self._publish(SwitchStage(sp.target, sp.stage, sp.detail, sp.elapsed_s))
+
     # --- events ----------------------------------------------------------------------------
     def _on_event(self, ev: Event) -> None:
-        if ev.name == "gpu":
+        if self.recorder is not None:
+            self.recorder.write(ev.name, ev.data, at=ev.received_at)
+        if ev.name == WireEvent.GPU:
             frame = TelemetryFrame.from_event(ev.data, ev.received_at)
             self.gpu = frame
             self.gpu_history.add(frame)
-        elif ev.name == "server":
-            self.servers[ev.data["name"]] = ev.data
-        elif ev.name == "server_frame":
+            self._publish(FrameReceived("gpu", None, frame))
+        elif ev.name == WireEvent.SERVER:
+            rec = _checked_record(ev.data)
+            if rec is not None:
+                self.servers[rec.name] = ev.data
+                self._publish(ServerChanged(rec.name, ev.data))
+        elif ev.name == WireEvent.SERVER_FRAME:
             frame = ServerFrame.from_event(ev.data, ev.received_at)
             series = self.series.get(frame.name)
             if series is None:
                 series = self.series[frame.name] = ServerSeries(capacity=self._history)
             series.add(frame)
-        elif ev.name == "switch":
+            self._publish(FrameReceived("server", frame.name, frame))
+        elif ev.name == WireEvent.SWITCH:
             d = ev.data
             if self.switch is None or self.switch.target != d["target"]:
                 self.switch = SwitchProgress(d["target"], d["stage"])
@@ -118,22 +167,24 @@ class HostLink:
             sp.stage, sp.detail, sp.elapsed_s = d["stage"], d.get("detail"), d.get("elapsed_s", 0.0)
             if not sp.history or sp.history[-1][0] != d["stage"]:
                 sp.history.append((d["stage"], sp.elapsed_s))
+                log.info("switch to %s: %s (%.1f s)%s", sp.target, sp.stage, sp.elapsed_s,
+                         f": {sp.detail}" if sp.detail else "")
+            self._switch_stage(sp)
         self._changed()
 
     # --- connection --------------------------------------------------------------------------
     async def _connect(self) -> None:
-        self.state = LinkState.CONNECTING if not self._connected_once else LinkState.RECONNECTING
-        self.message = f"connecting to {self.target.label}"
-        self._changed()
+        self._set_state(LinkState.CONNECTING if not self._connected_once else LinkState.RECONNECTING,
+                        f"connecting to {self.target.label}")
         session = await open_session(self.target)
         try:
             session.client.add_listener(self._on_event)
-            self.facts = await session.client.call("host.facts")
-            listed = (await session.client.call("servers.list"))["servers"]  # re-adopts on the host
-            self.servers = {s["name"]: s for s in listed}
-            await session.client.call("gpu.subscribe", {"interval_s": self.gpu_interval_s})
+            self.facts = await session.client.call(Method.HOST_FACTS)
+            listed = (await session.client.call(Method.SERVERS_LIST))["servers"]  # re-adopts on the host
+            self.servers = {rec.name: s for s in listed if (rec := _checked_record(s)) is not None}
+            await session.client.call(Method.GPU_SUBSCRIBE, {"interval_s": self.gpu_interval_s})
             try:
-                await session.client.call("server.telemetry.subscribe", {"interval_s": self.server_interval_s})
+                await session.client.call(Method.SERVER_TELEMETRY_SUBSCRIBE, {"interval_s": self.server_interval_s})
             except AgentCallError as exc:
                 if exc.code != "unknown_method":
                     raise
@@ -142,11 +193,12 @@ class HostLink:
             await session.close()
             raise
         self.session = session
-        self.state = LinkState.CONNECTED
-        self.message = f"connected to {self.target.label}"
         self.reconnect_at = None
         self._connected_once = True
-        self._changed()
+        self._set_state(LinkState.CONNECTED, f"connected to {self.target.label}")
+        if self.recorder is not None:  # where a replay starts showing events, at each (re)connection
+            self.recorder.write("session", {"facts": self.facts, "servers": list(self.servers.values())})
+        self.events.publish(SessionOpened(session, self.reconnects))
 
     async def run(self) -> None:
         """Stay connected until :meth:`close`. Raises what needs the user (see module doc)."""
@@ -172,21 +224,22 @@ class HostLink:
             if self._closing:
                 break
             reason = self.session.client.close_reason or "disconnected"
-            await self.session.close()
+            lost = self.session
+            await lost.close()
             self.session = None
+            self.events.publish(SessionClosed(lost, reason))
+            if self.recorder is not None:
+                self.recorder.write("session_lost", {"reason": reason})
             self.reconnects += 1
             backoff = backoff or self.backoff_start_s
             await self._wait_backoff(backoff, reason)
             backoff = min(BACKOFF_MAX_S, backoff * 2)
-        self.state = LinkState.CLOSED
-        self._changed()
+        self._set_state(LinkState.CLOSED, self.message)
 
     async def _wait_backoff(self, seconds: float, reason: str) -> None:
-        self.state = LinkState.RECONNECTING
-        self.message = reason
         self.reconnect_at = time.monotonic() + seconds
         self._retry = asyncio.Event()
-        self._changed()
+        self._set_state(LinkState.RECONNECTING, reason)
         try:
             await asyncio.wait_for(self._retry.wait(), seconds)
         except asyncio.TimeoutError:
@@ -215,8 +268,7 @@ class HostLink:
         if self.session is not None:
             await self.session.close()
             self.session = None
-        self.state = LinkState.CLOSED
-        self._changed()
+        self._set_state(LinkState.CLOSED, self.message)
 
     # --- actions ----------------------------------------------------------------------------
     def control(self) -> ServerControl:
@@ -230,6 +282,9 @@ class HostLink:
         that hold its port or GPUs (see :meth:`ServerControl.switch`)."""
         self.switch = SwitchProgress(profile.name, "starting")
         self._changed()
+        if self.recorder is not None:  # the console's own stage: recorded, as the agent's stages are
+            self.recorder.write("switch_begin", {"target": profile.name})
+        self._switch_stage(self.switch)
         control = self.control()
         prior = (self.servers.get(profile.name) or {}).get("started_at")  # a run of the same name before this one
         began = time.monotonic()
@@ -253,7 +308,7 @@ class HostLink:
             if rec is None or rec.get("started_at") == prior:
                 raise Disconnected(f"The connection to {self.target.label} dropped before {name} was started; "
                                    "switch to it again.")
-            if rec.get("state") not in ("starting", "loading"):
+            if rec.get("state") not in (ServerState.STARTING, ServerState.LOADING):
                 break
             await asyncio.sleep(OUTCOME_POLL_S)
         total = time.monotonic() - began
@@ -262,6 +317,9 @@ class HostLink:
             sw.stage, sw.detail, sw.elapsed_s = rec["state"], None, total
             sw.history.append((rec["state"], total))
             self._changed()
+            if self.recorder is not None:
+                self.recorder.write("switch", {"target": name, "stage": rec["state"], "elapsed_s": total})
+            self._switch_stage(sw)
         return {"server": rec, "total_s": total, "reconnected": True}
 
     async def set_gpu_interval(self, interval_s: float) -> float:
@@ -270,15 +328,23 @@ class HostLink:
         self._changed()
         if self.session is None or not self.connected:
             return interval_s  # the next connection subscribes at this rate
-        reply = await self.session.client.call("gpu.subscribe", {"interval_s": interval_s})
+        reply = await self.session.client.call(Method.GPU_SUBSCRIBE, {"interval_s": interval_s})
         return float(reply.get("interval_s", interval_s))
+
+    def record_server(self, record: dict) -> None:
+        """A server's record an action's reply carries (ahead of the host's own event)."""
+        if _checked_record(record) is None:
+            return
+        self.servers[record["name"]] = record
+        self._changed()
+        self._publish(ServerChanged(record["name"], record))
 
     async def stop(self, name: str, *, confirmed: list[list[int]] | None = None) -> dict:
         return await self.control().stop(name, confirmed=confirmed)
 
     async def restart(self, profile: Profile) -> dict:
         ctl = self.control()
-        if profile.name in self.servers and self.servers[profile.name]["state"] not in ("stopped", "failed", "crashed"):
+        if profile.name in self.servers and self.servers[profile.name]["state"] not in FINAL_STATES:
             await ctl.stop(profile.name)
         return await self.switch_to(profile)
 
@@ -287,6 +353,6 @@ class HostLink:
         ctl = self.control()
         out = []
         for s in await ctl.list():
-            if s["state"] not in ("stopped", "failed", "crashed") and not is_external(s):
+            if s["state"] not in FINAL_STATES and not is_external(s):
                 out.append(await ctl.stop(s["name"]))
         return out

@@ -5,16 +5,20 @@ from __future__ import annotations
 import asyncio
 import itertools
 import json
+import logging
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
 
+from spectui.agent.protocol import EVENT_AGENT_LOG, PROTOCOL_VERSION
 from spectui.core.errors import AgentCallError, AgentStartError, Disconnected
+from spectui.core.logsetup import replay_agent_record
 from spectui.core.transport.base import AgentPipe
 
-PROTOCOL_VERSION = 1
 PING_INTERVAL_S = 2.0   # a ping this often while the link is idle
 PING_DEADLINE_S = 5.0   # nothing at all from the agent for this long, a ping outstanding: the link is dead
+
+log = logging.getLogger(__name__)
 
 
 @dataclass(frozen=True)
@@ -151,6 +155,7 @@ class AgentClient:
                 try:
                     msg = json.loads(line)
                 except ValueError:
+                    log.debug("an unreadable line from the agent on %s: %.200r", self.host_label, line)
                     continue
                 kind = msg.get("type")
                 if kind == "reply":
@@ -163,12 +168,15 @@ class AgentClient:
                             fut.set_result(msg.get("result"))
                 elif kind == "event":
                     ev = Event(msg.get("event", ""), msg.get("data") or {}, time.time())
+                    if ev.name == EVENT_AGENT_LOG:
+                        replay_agent_record(ev.data, self.host_label)
                     for fn in list(self._listeners):
                         fn(ev)
         except asyncio.CancelledError:
             return  # given up on (:meth:`_lost`) or closed
         except Exception as exc:  # a transport failing mid-read ends the session, cleanly
             reason = f"Disconnected from {self.host_label}: {exc}."
+            log.warning("reading from the agent on %s failed", self.host_label, exc_info=True)
         self._finish(reason)
 
     def _finish(self, reason: str | None) -> None:
@@ -178,6 +186,7 @@ class AgentClient:
             reason = (f"Disconnected from {self.host_label}." if not self._closing
                       else f"Closed the connection to {self.host_label}.")
         self.close_reason = reason
+        log.info("%s", reason)
         for fut in self._pending.values():
             if not fut.done():
                 fut.set_exception(Disconnected(reason))
@@ -185,8 +194,8 @@ class AgentClient:
         for fn in list(self._listeners):
             try:
                 fn(Event("disconnected", {"reason": reason, "clean": self._closing}, time.time()))
-            except Exception:
-                pass
+            except Exception:  # one listener's failure must not keep the others from hearing it
+                log.exception("a listener failed on the disconnect from %s", self.host_label)
 
     async def close(self, timeout: float = 5.0) -> int | None:
         """Close stdin (the agent exits) and wait for it."""

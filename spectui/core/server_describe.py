@@ -17,6 +17,7 @@ import shlex
 import time
 from typing import Any
 
+from spectui.agent.protocol import STOP_GRACE_S
 from spectui.core.profiles.secret_flags import REDACTED, redact_argv
 from spectui.core.textsafe import visible
 
@@ -125,7 +126,7 @@ def describe(view: dict) -> list[str]:
     return [f"{host_text(view.get('name'))}"] + [f"  {label:<{width}}  {value}" for label, value in rows]
 
 
-def plan_lines(plan: dict, *, grace_s: float = 20.0, verb: str = "Stopping") -> list[str]:
+def plan_lines(plan: dict, *, grace_s: float = STOP_GRACE_S, verb: str = "Stopping") -> list[str]:
     """The processes a stop will signal (``server.plan_stop``), for the operator to confirm.
 
     ``verb`` says what the confirmation is for (``Stopping``, ``Adopting``)."""

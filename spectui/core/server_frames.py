@@ -27,7 +27,9 @@ Event data (``server_frame``), as the agent sends it::
      "dp_ranks": null, "version": "0.5.23", "sources": {"metrics": "ok", "log": "ok", "server_info": "ok"}}
 
 ``speculative`` holds only ``null`` values when the algorithm is none (a server's
-``/server_info`` lists speculative defaults even then).
+``/server_info`` lists speculative defaults even then). Where the server runs adaptive speculation
+and reports the step count it runs now, ``speculative`` adds ``"adaptive": {"steps": 1,
+"draft_tokens": 2, "source": "metrics-gauge", "launch_steps": 3}`` (``num_steps`` keeps the launch value).
 
 ``accept_rate`` lists the headline first: the formula of the server's release.
 """

@@ -2,23 +2,78 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable
+import logging
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
+from types import MappingProxyType
+from typing import Any
 
-from spectui.core.profiles import Profile, build_argv, build_env, format_command
+from spectui.agent.protocol import FINAL_STATES, ORIGINS, SERVER_STATES, STOP_GRACE_S, Event as WireEvent, Method
+from spectui.core.profiles import Profile, ProfileError, build_argv, build_env, format_command
 from spectui.core.rpc import Event
 from spectui.core.session import Session
 
-FINAL_STATES = ("stopped", "failed", "crashed")
-#: ``origin`` of a server view: started by spectui, found running, or found and then adopted.
-ORIGINS = ("spectui", "external", "adopted")
+log = logging.getLogger(__name__)
+
+__all__ = ["FINAL_STATES", "ORIGINS", "RecordError", "ServerControl", "ServerRecord"]
 # the agent's error codes for servers spectui did not start: no confirmation given, or the processes
 # changed since the plan the operator confirmed
 CONFIRM_NEEDED = "confirm_needed"
 PLAN_CHANGED = "plan_changed"
 # the agent's error code: a stop or switch would stop a server that a live benchmark run measures
 SERVER_BENCHMARKED = "server_benchmarked"
-STATE_ORDER = ("starting", "loading", "ready", "unresponsive", "stopping", "stopped", "failed", "crashed")
+
+
+class RecordError(ValueError):
+    """A server record from the agent that is not one: the sentence says which field and why."""
+
+
+def _optional_int(d: Mapping, key: str, name: str) -> int | None:
+    value = d.get(key)
+    if value is None:
+        return None
+    if isinstance(value, bool) or not isinstance(value, int):
+        raise RecordError(f"The agent's record of server {name!r} has {key} {value!r}, not a whole number.")
+    return value
+
+
+@dataclass(frozen=True)
+class ServerRecord:
+    """A server's record as the agent sends it (``server`` events, ``servers.list``), checked once where
+    it enters the console; ``wire`` is the whole record, read-only."""
+
+    name: str
+    state: str
+    origin: str
+    pid: int | None
+    port: int | None
+    reason: str | None
+    wire: Mapping[str, Any]
+
+    @property
+    def ended(self) -> bool:
+        return self.state in FINAL_STATES
+
+    @classmethod
+    def from_wire(cls, d: Any) -> "ServerRecord":
+        """The record ``d``, or :class:`RecordError` naming what is wrong with it."""
+        if not isinstance(d, Mapping):
+            raise RecordError(f"The agent sent a server record that is not an object: {d!r:.80}.")
+        name = d.get("name")
+        if not isinstance(name, str) or not name:
+            raise RecordError(f"The agent sent a server record without a name: {dict(d)!r:.120}.")
+        state = d.get("state")
+        if state not in SERVER_STATES:
+            raise RecordError(f"The agent's record of server {name!r} has state {state!r}, "
+                              f"not one of {', '.join(SERVER_STATES)}.")
+        origin = d.get("origin") or ORIGINS[0]  # a record without one (an older agent) is spectui's own
+        if origin not in ORIGINS:
+            raise RecordError(f"The agent's record of server {name!r} has origin {origin!r}, "
+                              f"not one of {', '.join(ORIGINS)}.")
+        reason = d.get("reason")
+        return cls(name=name, state=state, origin=origin, pid=_optional_int(d, "pid", name),
+                   port=_optional_int(d, "port", name), reason=None if reason is None else str(reason),
+                   wire=MappingProxyType(dict(d)))
 
 
 def profile_gpus(profile: Profile) -> list[int]:
@@ -34,6 +89,10 @@ def profile_gpus(profile: Profile) -> list[int]:
 
 def start_params(profile: Profile, session: Session, *, force: bool = False) -> dict:
     """What the agent needs to launch ``profile`` on this session's host."""
+    if profile.nodes:
+        raise ProfileError(f"{profile.name} runs on {len(profile.nodes)} nodes ({', '.join(n.host for n in profile.nodes)}); "
+                           f"spectui starts single-host servers only: launch it with `spectui profiles render "
+                           f"{profile.name} --for slurm|lws|shell`", profile=profile.name)
     simulated = session.target.simulated
     python = session.hello.get("python") if simulated else None
     argv = build_argv(profile, simulated=simulated, python=python)
@@ -77,22 +136,23 @@ class ServerControl:
     session: Session
 
     async def list(self) -> list[dict]:
-        return (await self.session.client.call("servers.list", timeout=30))["servers"]
+        return (await self.session.client.call(Method.SERVERS_LIST, timeout=30))["servers"]
 
     async def start(self, profile: Profile, *, force: bool = False) -> dict:
-        return await self.session.client.call("server.start", start_params(profile, self.session, force=force),
+        log.info("starting server %s", profile.name)
+        return await self.session.client.call(Method.SERVER_START, start_params(profile, self.session, force=force),
                                               timeout=60)
 
     async def wait(self, name: str, *, states: list[str] | None = None, timeout_s: float = 1800) -> dict:
-        return await self.session.client.call("server.wait", {"name": name, "states": states,
+        return await self.session.client.call(Method.SERVER_WAIT, {"name": name, "states": states,
                                                               "timeout_s": timeout_s}, timeout=timeout_s + 30)
 
     async def plan_stop(self, name: str) -> dict:
         """What stopping ``name`` would signal: every process (pid, start time, user, command), whether
         spectui may signal them (``allowed``, ``why_not``) and a note such as a systemd unit. Signals nothing."""
-        return await self.session.client.call("server.plan_stop", {"name": name}, timeout=30)
+        return await self.session.client.call(Method.SERVER_PLAN_STOP, {"name": name}, timeout=30)
 
-    async def stop(self, name: str, *, grace_s: float = 20.0, stop_benchmark: bool = False,
+    async def stop(self, name: str, *, grace_s: float = STOP_GRACE_S, stop_benchmark: bool = False,
                    confirmed: list[list[int]] | None = None) -> dict:
         """Stop server ``name``. One that a live benchmark run measures is refused (:data:`SERVER_BENCHMARKED`,
         a sentence naming the run) unless ``stop_benchmark``: the run is then cancelled and ends interrupted.
@@ -103,7 +163,8 @@ class ServerControl:
         params = {"name": name, "grace_s": grace_s, "stop_benchmark": stop_benchmark}
         if confirmed is not None:
             params["confirmed"] = confirmed
-        return await self.session.client.call("server.stop", params, timeout=grace_s + 150)
+        log.info("stopping server %s", name)
+        return await self.session.client.call(Method.SERVER_STOP, params, timeout=grace_s + 150)
 
     async def adopt(self, name: str, *, confirmed: list[list[int]], as_name: str | None = None) -> dict:
         """Record the external server ``name`` as spectui's own (origin ``adopted``, named ``as_name`` or
@@ -112,22 +173,22 @@ class ServerControl:
         params = {"name": name, "confirmed": confirmed}
         if as_name:
             params["as"] = as_name
-        return await self.session.client.call("server.adopt", params, timeout=60)
+        return await self.session.client.call(Method.SERVER_ADOPT, params, timeout=60)
 
     def _switch_params(self, profile: Profile, *, force: bool, grace_s: float, timeout_s: float,
                        stop_benchmark: bool) -> dict:
         return dict(start_params(profile, self.session, force=force), grace_s=grace_s, timeout_s=timeout_s,
                     stop_benchmark=stop_benchmark)
 
-    async def plan_switch(self, profile: Profile, *, force: bool = False, grace_s: float = 20.0,
+    async def plan_switch(self, profile: Profile, *, force: bool = False, grace_s: float = STOP_GRACE_S,
                           timeout_s: float = 1800, stop_benchmark: bool = False) -> dict:
         """A dry run of :meth:`switch`: the servers it would stop (``stops``, external ones with their
         processes, user and argv) and the sentences it would refuse with. Stops and starts nothing."""
         params = self._switch_params(profile, force=force, grace_s=grace_s, timeout_s=timeout_s,
                                      stop_benchmark=stop_benchmark)
-        return await self.session.client.call("server.plan_switch", params, timeout=60)
+        return await self.session.client.call(Method.SERVER_PLAN_SWITCH, params, timeout=60)
 
-    async def switch(self, profile: Profile, *, force: bool = False, grace_s: float = 20.0,
+    async def switch(self, profile: Profile, *, force: bool = False, grace_s: float = STOP_GRACE_S,
                      timeout_s: float = 1800, stop_benchmark: bool = False,
                      stop_external: list[list[int]] | None = None) -> dict:
         """Stop what holds the profile's GPUs or port, then start it; refused like :meth:`stop` when a live
@@ -138,11 +199,12 @@ class ServerControl:
                                      stop_benchmark=stop_benchmark)
         if stop_external:
             params["stop_external"] = stop_external
-        return await self.session.client.call("server.switch", params, timeout=None)
+        log.info("switching to %s", profile.name)
+        return await self.session.client.call(Method.SERVER_SWITCH, params, timeout=None)
 
     async def logs(self, name: str, *, lines: int = 40, offset: int | None = None) -> dict:
-        return await self.session.client.call("server.logs", {"name": name, "lines": lines, "offset": offset})
+        return await self.session.client.call(Method.SERVER_LOGS, {"name": name, "lines": lines, "offset": offset})
 
     def on_events(self, fn: Callable[[Event], None]) -> Callable[[], None]:
         """Listen to ``server`` (state changes) and ``switch`` (stages) events."""
-        return self.session.client.add_listener(lambda ev: fn(ev) if ev.name in ("server", "switch") else None)
+        return self.session.client.add_listener(lambda ev: fn(ev) if ev.name in (WireEvent.SERVER, WireEvent.SWITCH) else None)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import logging
 import sys
 import time
 from collections.abc import Callable
@@ -11,6 +12,7 @@ from typing import TYPE_CHECKING
 
 from spectui.core.agent_bundle import build_bundle
 from spectui.core.errors import AuthFailed, HostKeyError, KeyPassphraseNeeded, SpectuiError
+from spectui.core.logsetup import agent_level
 from spectui.core.paths import HOST_STATE_DEFAULT, demo_state_dir
 from spectui.core.rpc import AgentClient
 from spectui.core.transport.base import Transport
@@ -20,6 +22,7 @@ from spectui.core.transport.ssh import SshOptions, SshTransport
 if TYPE_CHECKING:
     from spectui.core.demo_ports import DemoPorts
 
+log = logging.getLogger(__name__)
 
 @dataclass
 class HostTarget:
@@ -50,7 +53,8 @@ class HostTarget:
         return "python3" if self.kind == "ssh" else sys.executable
 
     def agent_args(self) -> list[str]:
-        args = ["--state", self.state_dir or HOST_STATE_DEFAULT, "--gpu-source", self.gpu_source]
+        args = ["--state", self.state_dir or HOST_STATE_DEFAULT, "--gpu-source", self.gpu_source,
+                "--log-level", agent_level()]  # the agent logs at the console's level (spectui.core.logsetup)
         if self.simulated:
             args.append("--sim")
         return args
@@ -83,17 +87,22 @@ async def open_session(target: HostTarget, *, handshake_timeout: float = 30.0, k
     :data:`~spectui.core.rpc.PING_INTERVAL_S` and ends the session as disconnected when the host
     has sent nothing for :data:`~spectui.core.rpc.PING_DEADLINE_S` (a frozen link)."""
     transport = target.make_transport()
+    log.info("connecting to %s (%s)", target.label, target.kind)
     await transport.connect()
     try:
         bundle = build_bundle()
         python = target.host_python()
+        log.debug("starting the agent on %s with %s %s", transport.destination, python, target.agent_args())
         pipe = await transport.start_agent(bundle, python, target.agent_args())
         client = AgentClient(pipe, expected_hash=bundle.hash, host_label=transport.destination
                              if target.kind == "ssh" else target.label)
-        await client.handshake(python, timeout=handshake_timeout)
-    except BaseException:
+        hello = await client.handshake(python, timeout=handshake_timeout)
+    except BaseException as exc:
+        log.info("connecting to %s failed: %s", target.label, exc or type(exc).__name__)
         await transport.close()
         raise
+    log.info("the agent runs on %s: pid %s, Python %s (%s)", transport.destination, hello.get("pid"),
+             hello.get("python_version"), hello.get("python"))
     if keepalive:
         client.start_keepalive()
     return Session(target, transport, client)
@@ -121,8 +130,10 @@ async def reopen_session(target: HostTarget, *, within_s: float,
         except (SpectuiError, OSError) as exc:
             left = deadline - time.monotonic()
             if left <= 0:
+                log.warning("gave up reconnecting to %s: %s", target.label, exc)
                 raise
             pause = min(wait, left)
+            log.info("reconnecting to %s: %s; trying again in %.0f s", target.label, exc, pause)
             if on_retry is not None:
                 on_retry(str(exc), pause)
             await asyncio.sleep(pause)

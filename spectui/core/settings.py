@@ -17,6 +17,11 @@
       dashboard.stop: X
     demo:
       port_base: 31000
+    alerts:                      # rules and where alerts go (spectui.core.alerts; docs/recording.md)
+      below_break_even: {for_s: 60}
+      gpu_memory: false
+      bell: true
+      webhook: https://hooks.example.org/spectui
 
 Loading never stops at the first problem and never raises: each unknown key or bad value becomes a
 :class:`ProfileError` located at ``FILE:LINE:COL`` (one sentence), that setting keeps its default
@@ -40,12 +45,13 @@ from typing import Any
 
 import yaml
 
+from spectui.core.alerts import AlertConfig, alert_config
 from spectui.core.errors import SpectuiError
 from spectui.core.paths import settings_file
 from spectui.core.profiles.errors import ProfileError, close_matches, did_you_mean
 from spectui.core.profiles.yamlsource import YamlDocument, load_yaml, parse_yaml
 
-TOP_KEYS = ("theme", "default_host", "ssh", "telemetry_hz", "keymap", "demo")
+TOP_KEYS = ("theme", "default_host", "ssh", "telemetry_hz", "keymap", "demo", "alerts")
 SSH_KEYS = ("config", "identity", "port", "jump", "known_hosts", "accept_new_host_key", "connect_timeout")
 DEMO_KEYS = ("port_base",)
 TELEMETRY_HZ_MAX = 10.0
@@ -79,6 +85,7 @@ class Settings:
     ssh: SshDefaults = field(default_factory=SshDefaults)
     keymap: dict[str, str] = field(default_factory=dict)
     demo_port_base: int | None = None
+    alerts: AlertConfig = field(default_factory=AlertConfig)
     errors: list[ProfileError] = field(default_factory=list)
     doc: YamlDocument | None = field(default=None, repr=False)
 
@@ -149,6 +156,10 @@ class _Reader:
             elif k == "demo":
                 if self.mapping(fpath, value):
                     self.read_demo(value)
+            elif k == "alerts":
+                self.s.alerts, problems = alert_config(value)
+                for where, sentence in problems:
+                    self.problem(where, sentence, key=sentence.startswith("unknown alert rule"))
 
     def read_ssh(self, data: dict) -> None:
         ssh = self.s.ssh

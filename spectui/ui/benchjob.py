@@ -25,10 +25,33 @@ class Step:
     detail: str | None = None
     runs_done: int = 0
     runs_total: int = 0
+    states: list = field(default_factory=list)   # every state it went through, in order
+
+    def __setattr__(self, key: str, value) -> None:
+        if key == "state" and (not self.__dict__.get("states") or self.states[-1] != value):
+            self.__dict__.setdefault("states", []).append(value)
+        object.__setattr__(self, key, value)
+
+    def __post_init__(self) -> None:
+        self.states = [self.state]
+
+
+class JobClock:
+    """State and time of a job the console runs (``state``, ``version``, ``started_at``, ``ended_at``)."""
+
+    @property
+    def active(self) -> bool:
+        return self.state in ACTIVE
+
+    def changed(self) -> None:
+        self.version += 1
+
+    def elapsed_s(self) -> float:
+        return (self.ended_at or time.monotonic()) - self.started_at
 
 
 @dataclass
-class BenchJob:
+class BenchJob(JobClock):
     kind: str                     # "run" (b) | "compare" (B)
     preset: Preset
     host: str
@@ -64,16 +87,6 @@ class BenchJob:
                    total=per * len(profiles))
 
     # --- state ------------------------------------------------------------------------------------
-    @property
-    def active(self) -> bool:
-        return self.state in ACTIVE
-
-    def changed(self) -> None:
-        self.version += 1
-
-    def elapsed_s(self) -> float:
-        return (self.ended_at or time.monotonic()) - self.started_at
-
     def started(self, run_id: str) -> None:
         self.run_id = run_id
         self.index = max(self.index, 1)

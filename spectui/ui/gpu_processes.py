@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from spectui.agent.protocol import FINAL_STATES
 from spectui.core.live import HostLink
 from spectui.core.server_describe import process_command
 from spectui.core.telemetry import GpuProcess
@@ -73,7 +74,7 @@ def gpu_processes_view(link: HostLink) -> GpuProcessesView:
                                 stale=not link.connected)
     if not frame.available:
         return GpuProcessesView((), frame.message or "no GPU telemetry on this host")
-    live = {n: s for n, s in link.servers.items() if s.get("state") not in ("stopped", "failed", "crashed")}
+    live = {n: s for n, s in link.servers.items() if s.get("state") not in FINAL_STATES}
     by_group, by_pid = owner_names(live)
     gpus = []
     for g in frame.gpus:

@@ -78,6 +78,11 @@ DASHBOARD = [
             tooltip="Lower the GPU telemetry rate: 10, 5, 2, 1 Hz"),
     Binding("F", "filter_profiles", "Find", id="dashboard.filter_profiles", show=False,
             tooltip="Filter the profile list by name, algorithm or model (escape clears)"),
+    Binding("D", "debug_log", "Debug log", id="dashboard.debug_log", show=False,
+            tooltip="spectui's own log, the console's and the host agent's records, and the log file to attach "
+                    "to a report"),
+    Binding("exclamation_mark", "alerts", "Alerts", id="dashboard.alerts", show=False,
+            tooltip="The alerts firing now, and every change"),
     Binding("question_mark", "help", "Help", id="dashboard.help", tooltip="Show every key"),
     Binding("q", "quit_console", "Quit", id="dashboard.quit",
             tooltip="Quit (servers on a real host keep running; the demo stops its own)"),
@@ -101,6 +106,8 @@ BENCH = [
                     "interrupted)"),
     Binding("e", "export", "Export", id="bench.export",
             tooltip="Export the results as Markdown to a file (says where)"),
+    Binding("T", "tune", "Tune", id="bench.tune",
+            tooltip="Tune the highlighted profile: predict, measure the best few, recommend one"),
     Binding("escape,q", "close", "Back", id="bench.back",
             tooltip="Back to the dashboard (a benchmark goes on; v comes back)"),
 ]
@@ -136,6 +143,16 @@ DESCRIBE = [
     Binding("escape,q,d", "close", "Back", id="describe.back", tooltip="Back to the dashboard"),
 ]
 
+DEBUG_LOG = [
+    Binding("l", "cycle_level", "Level", id="debug_log.level",
+            tooltip="Show records from this level up: debug, info, warning, error"),
+    Binding("y", "copy_path", "Copy path", id="debug_log.copy_path",
+            tooltip="Copy the log file's path to the clipboard (to attach the file to a report)"),
+    Binding("escape,q,D", "close", "Back", id="debug_log.back", tooltip="Back to the dashboard"),
+]
+
+ALERTS = [Binding("escape,q,exclamation_mark", "close", "Back", id="alerts.back", tooltip="Back to the dashboard")]
+
 PICKER = [Binding("escape", "cancel", "Cancel", id="picker.cancel", tooltip="Close without choosing")]
 
 CLOSE = [Binding("escape,q,question_mark", "close", "Close", id="help.close", tooltip="Close this screen")]
@@ -150,19 +167,21 @@ PALETTE_HELP = "Command palette: Switch to / Stop for each profile, and every ke
 
 # Groups shown by the help screen, in order.
 HELP_GROUPS = (("Dashboard", DASHBOARD), ("Log screen", LOGS), ("Benchmark screen", BENCH),
-               ("Source screen", SOURCE), ("GPU process screen", GPU_PROCESSES), ("Describe screen", DESCRIBE))
+               ("Source screen", SOURCE), ("GPU process screen", GPU_PROCESSES), ("Describe screen", DESCRIBE),
+               ("Debug log screen", DEBUG_LOG), ("Alerts screen", ALERTS))
 
 # Actions that make sense as palette commands (digits and movement do not).
 PALETTE_ACTIONS = ("switch", "stop", "adopt", "import_profile", "restart", "logs", "filter", "source", "bench", "compare", "results", "probe",
                    "traffic", "retry_now", "gpu_processes", "describe", "pause", "telemetry_faster",
-                   "telemetry_slower", "filter_profiles", "help", "quit_console")
+                   "telemetry_slower", "filter_profiles", "debug_log", "alerts", "help", "quit_console")
 # A palette title where the footer's short label would not say enough.
 PALETTE_TITLES = {"probe": "Run verify-cost probe", "bench": "Benchmark the ready server",
                   "adopt": "Adopt the highlighted server", "import_profile": "Import a profile from the server",
                   "compare": "Compare the marked profiles", "results": "Benchmark results",
                   "gpu_processes": "GPU processes", "describe": "Describe the highlighted server",
                   "pause": "Pause or resume the display", "telemetry_faster": "GPU telemetry faster",
-                  "telemetry_slower": "GPU telemetry slower", "filter_profiles": "Filter the profile list"}
+                  "telemetry_slower": "GPU telemetry slower", "filter_profiles": "Filter the profile list",
+                  "debug_log": "Debug log (spectui's own)", "alerts": "Alerts"}
 
 
 def key_names(binding: Binding, keymap: dict[str, str] | None = None) -> list[str]:
@@ -188,7 +207,7 @@ def palette_title(binding: Binding) -> str:
 
 # --- the keymap of the settings file ---------------------------------------------------------------------------------
 # The screens whose keys share one keymap id space, each checked for two bindings on one key.
-KEYMAP_GROUPS = (DASHBOARD, LOGS, BENCH, SOURCE, GPU_PROCESSES, DESCRIBE, PICKER, CLOSE, CONFIRM)
+KEYMAP_GROUPS = (DASHBOARD, LOGS, BENCH, SOURCE, GPU_PROCESSES, DESCRIBE, DEBUG_LOG, ALERTS, PICKER, CLOSE, CONFIRM)
 _MODIFIERS = ("ctrl", "shift", "alt", "meta", "super", "hyper")
 # Named keys Textual reports: escape, enter, f1..f24, up, pageup, ... and printable characters by name
 # (question_mark, slash, space, ...), as textual.keys._character_to_key names them.

@@ -14,15 +14,15 @@ from textual.command import DiscoveryHit, Hit, Hits, Provider
 
 class ProfileCommands(Provider):
     def _commands(self) -> list[tuple[str, object, str]]:
-        app = self.app
+        servers = self.app.servers
         out = []
-        for name, state in app.profile_states():
-            out.append((f"Switch to {name}", partial(app.request_switch, name),
+        for name, state in servers.profile_states():
+            out.append((f"Switch to {name}", partial(servers.request_switch, name),
                         f"stop what holds its GPUs or port, start {name}, wait until ready ({state} now)"))
-        for name, state in app.profile_states():
-            out.append((f"Stop {name}", partial(app.request_stop, name), f"stop the {name} server ({state} now)"))
-        for name, state in app.found_states():
-            out.append((f"Stop {name}", partial(app.request_stop, name),
+        for name, state in servers.profile_states():
+            out.append((f"Stop {name}", partial(servers.request_stop, name), f"stop the {name} server ({state} now)"))
+        for name, state in servers.found_states():
+            out.append((f"Stop {name}", partial(servers.request_stop, name),
                         f"stop {name}, which spectui did not start ({state} now; lists its processes first)"))
         return out
 

@@ -10,6 +10,7 @@ import math
 import time
 from collections.abc import Sequence
 
+from spectui.agent.protocol import LIVE_STATES, ServerState
 from spectui.core.demo_ports import DemoPorts
 from spectui.core.live import HostLink, LinkState
 from spectui.core.profiles import Profile
@@ -36,7 +37,7 @@ from spectui.ui.views import (
     Value,
 )
 
-LIVE = ("starting", "loading", "ready", "unresponsive", "stopping")
+LIVE = LIVE_STATES
 FOUND_ORIGINS = ("external", "adopted")  # servers spectui found running (the agent's ``origin``)
 GPU_HISTORY = 60
 CHART_POINTS = 200
@@ -54,13 +55,29 @@ def value(m: Measured | None) -> Value:
 
 def settings_text(settings: dict) -> str:
     parts = []
-    if settings.get("num_steps") is not None:
+    adaptive = settings.get("adaptive") or {}
+    if adaptive.get("steps") is not None:  # the step count adaptive speculation runs now
+        parts.append(f"steps {adaptive['steps']} (adaptive)")
+    elif settings.get("num_steps") is not None:
         parts.append(f"steps {settings['num_steps']}")
     if settings.get("topk") is not None:
         parts.append(f"topk {settings['topk']}")
     if settings.get("draft_tokens") is not None:
         parts.append(f"draft tokens {settings['draft_tokens']}")
     return " · ".join(parts)
+
+
+ADAPTIVE_SOURCES = {"metrics-gauge": "the sglang:spec_num_steps gauge, last log interval"}
+
+
+def adaptive_text(settings: dict) -> str:
+    """Where the adaptive step count comes from, and the launch value it replaced ("" when not reported)."""
+    adaptive = settings.get("adaptive") or {}
+    if adaptive.get("steps") is None:
+        return ""
+    source = ADAPTIVE_SOURCES.get(adaptive.get("source") or "", adaptive.get("source") or "?")
+    launch = adaptive.get("launch_steps")
+    return f"adaptive width from {source}" + (f"; launched with steps {launch}" if launch is not None else "")
 
 
 def found_speculative(record: dict | None) -> dict:
@@ -133,8 +150,9 @@ def _ports_notes(ports: DemoPorts | None) -> tuple[str | None, str | None]:
     return (ports.note, ports.short_note) if ports is not None else (None, None)
 
 
-def banner_view(link: HostLink, activity: str | None = None) -> BannerView:
-    """The connection's trouble first; else work going on (``activity``: a benchmark, a probe, a fetch)."""
+def banner_view(link: HostLink, activity: str | None = None, alert: str | None = None) -> BannerView:
+    """The connection's trouble first; then a firing alert (``alert``); else work going on (``activity``: a
+    benchmark, a probe, a fetch)."""
     if link.state is LinkState.RECONNECTING:
         wait = link.reconnect_in_s()
         reason = (link.message or f"Disconnected from {link.target.label}").strip()
@@ -142,6 +160,8 @@ def banner_view(link: HostLink, activity: str | None = None) -> BannerView:
             reason += "."
         when = f"reconnecting in {math.ceil(wait)} s" if wait is not None and wait > 0 else "reconnecting now"
         return BannerView(f"{reason} {when[0].upper()}{when[1:]} · the values shown are stale")
+    if alert:
+        return BannerView(alert, "warning")
     if activity:
         return BannerView(activity, "info")
     return BannerView(None)
@@ -191,7 +211,7 @@ def profiles_view(link: HostLink | None, profiles: Sequence[Profile], highlight:
     servers = link.servers if link is not None else {}
     for i, p in enumerate(profiles):
         rec = servers.get(p.name)
-        state = rec.get("state", "stopped") if rec else "stopped"
+        state = rec.get("state", ServerState.STOPPED) if rec else ServerState.STOPPED
         rows.append(ProfileRow(i + 1, p.name, p.algorithm, settings_text(p.speculative_settings()), state,
                                _loading_percent(rec, state), one_line(p.description), one_line(p.model),
                                p.name in marked))
@@ -231,11 +251,11 @@ def focus_name(link: HostLink | None, highlighted: str | None, refused: dict | N
         return sw.target
     servers = link.servers
     rec = servers.get(highlighted) if highlighted else None
-    if rec is not None and rec.get("state") != "stopped":
+    if rec is not None and rec.get("state") != ServerState.STOPPED:
         return highlighted
     live = [s for s in servers.values() if s.get("state") in LIVE]
     if live:
-        live.sort(key=lambda s: (s.get("state") == "ready", s.get("started_at") or 0), reverse=True)
+        live.sort(key=lambda s: (s.get("state") == ServerState.READY, s.get("started_at") or 0), reverse=True)
         return live[0]["name"]
     if sw is not None and (sw.target == highlighted or sw.target in servers):
         return sw.target
@@ -289,7 +309,7 @@ def server_view(link: HostLink, name: str | None, profile: Profile | None, *, sw
     if isinstance(p, dict):
         progress = (p.get("percent"), p.get("done"), p.get("total"))
     tail: tuple[str, ...] = ()
-    if state in ("failed", "crashed"):
+    if state in (ServerState.FAILED, ServerState.CRASHED):
         tail = tuple((rec.get("log_tail") or [])[-tail_lines:])
     return ServerView(
         name, state, rec.get("pid"), rec.get("port"), tuple(rec.get("gpus") or ()), uptime,
@@ -426,7 +446,7 @@ def spec_view(link: HostLink, name: str | None, profile: Profile | None, breakev
     settings = settings_text(frame.speculative if frame is not None and frame.speculative else
                              (profile.speculative_settings() if profile is not None else found_speculative(rec)))
     if frame is None:
-        state = (rec or {}).get("state", "stopped")
+        state = (rec or {}).get("state", ServerState.STOPPED)
         msg = "no data: waiting for server telemetry" if state == "ready" else f"no data ({name} is {state})"
         return SpecView(name, algo, settings, message=msg, stale=not link.connected,
                         predicted=predicted if algo else None)
@@ -451,7 +471,8 @@ def spec_view(link: HostLink, name: str | None, profile: Profile | None, breakev
     return SpecView(name, algo, settings, value(frame.accept_length), value(frame.cumulative_accept_length),
                     rates[:1], len(rates), pts, hi, breakeven, stale,
                     breakeven_note=breakeven_note or "L* (break-even): needs a baseline run here",
-                    predicted=predicted, series_span_s=_span(link, len(pts)))
+                    predicted=predicted, series_span_s=_span(link, len(pts)),
+                    adaptive=adaptive_text(frame.speculative or {}))
 
 
 def _no_server(link: HostLink, name: str) -> str | None:
@@ -490,7 +511,7 @@ def throughput_view(link: HostLink, name: str | None) -> ThroughputView:
     series = link.series.get(name)
     frame = series.latest if series is not None else None
     if frame is None:
-        state = (link.servers.get(name) or {}).get("state", "stopped")
+        state = (link.servers.get(name) or {}).get("state", ServerState.STOPPED)
         msg = "no data: waiting for server telemetry" if state == "ready" else f"no data ({name} is {state})"
         return ThroughputView(name, message=msg, stale=not link.connected)
     ended = _no_server(link, name)

@@ -202,6 +202,7 @@ class SpecView:
     predicted: PredictedLStar | None = None
     series_span_s: float | None = None
     last_run: tuple[str, ...] = ()  # once no server runs: when it ended, its last figures labelled as the last run's
+    adaptive: str = ""  # where the adaptive step count in ``settings`` comes from ("" when not reported)
 
 
 @dataclass(frozen=True)

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from spectui.agent.server_process import LaunchError, expand_argv
+from spectui.agent.servers.process import LaunchError, expand_argv
 
 
 def test_references_are_filled_from_the_host_environment():

@@ -10,9 +10,9 @@ import uuid
 
 import pytest
 
-from spectui.agent import server_discover as sd
-from spectui.agent.external_logs import JournalMirror, MirrorFile, TmuxMirror, new_lines
-from spectui.agent.server_origin import journal_argv, systemd_unit
+from spectui.agent.servers import discover as sd
+from spectui.agent.servers.external_logs import JournalMirror, MirrorFile, TmuxMirror, new_lines
+from spectui.agent.servers.origin import journal_argv, systemd_unit
 
 
 def test_launchers_and_flags_as_argparse_reads_them():

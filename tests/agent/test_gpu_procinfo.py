@@ -4,7 +4,7 @@ import getpass
 import os
 import subprocess
 
-from spectui.agent.gpu_procinfo import ProcessFacts
+from spectui.agent.gpu.procinfo import ProcessFacts
 
 
 def test_each_gpu_process_gets_its_user_command_and_group_and_a_gone_one_gets_none():

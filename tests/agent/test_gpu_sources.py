@@ -10,11 +10,11 @@ import types
 
 import pytest
 
-from spectui.agent.gpu_base import SLOW_FIELDS_PERIOD_S, SourceUnavailable
-from spectui.agent.gpu_nvml import NvmlSource
-from spectui.agent.gpu_select import open_source
-from spectui.agent.gpu_sim import SimSource
-from spectui.agent.gpu_smi import NvidiaSmiSource, parse_csv_line
+from spectui.agent.gpu.base import SLOW_FIELDS_PERIOD_S, SourceUnavailable
+from spectui.agent.gpu.nvml import NvmlSource
+from spectui.agent.gpu.select import open_source
+from spectui.agent.gpu.sim import SimSource
+from spectui.agent.gpu.smi import NvidiaSmiSource, parse_csv_line
 from spectui.sim.vgpu import GpuClaim, init_host
 
 # ---------------------------------------------------------------- sim ----------------

@@ -1,20 +1,10 @@
 """The agent on older host Pythons: 3.8 works, older ones get one clear sentence."""
 
-import glob
-import os
-import shutil
-
 import pytest
 
 from spectui.core.errors import AgentStartError
 from spectui.core.session import HostTarget, open_session
-
-
-def find_python(version: str) -> str | None:
-    for p in sorted(glob.glob(os.path.expanduser(f"~/.pyenv/versions/{version}.*/bin/python{version}"))):
-        return p
-    found = shutil.which("python" + version)
-    return found if found and "/shims/" not in found else None
+from tests.support.pythons import find_python
 
 
 PY38 = find_python("3.8")

@@ -14,7 +14,7 @@ import textwrap
 
 import pytest
 
-from spectui.agent import launch_help
+from spectui.agent.servers import launch as launch_help
 
 SERVER_ARGS = '''
 import argparse, logging

@@ -14,10 +14,10 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 import pytest
 
-from spectui.agent import live_figures as lf
-from spectui.agent.promwindow import parse_metrics, quantile_bound
-from spectui.agent.server_telemetry import ServerTelemetry
-from spectui.agent.sglang_releases import (
+from spectui.agent.servers import figures as lf
+from spectui.agent.servers.metrics import parse_metrics, quantile_bound
+from spectui.agent.servers.telemetry import ServerTelemetry
+from spectui.agent.servers.releases import (
     FORMULA_DRAFTS_ONLY,
     FORMULA_INCL_BONUS,
     accept_rate_formula,

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from spectui.agent import logfollow
+from spectui.agent.logs import follow as logfollow
 
 
 @pytest.fixture(autouse=True)
@@ -250,7 +250,8 @@ def test_agent_modules_work_as_a_package_of_another_name(tmp_path):
     pkg.mkdir()
     (pkg / "__init__.py").write_text("")
     agent = Path(__file__).resolve().parents[2] / "spectui" / "agent"
-    for name in ("logfollow.py", "promwindow.py"):
+    (pkg / "servers").mkdir()
+    for name in ("servers/__init__.py", "servers/metrics.py"):
         shutil.copy(agent / name, pkg / name)
     shutil.copytree(agent / "logs", pkg / "logs", ignore=shutil.ignore_patterns("__pycache__"))
     log = tmp_path / "s.log"
@@ -258,7 +259,7 @@ def test_agent_modules_work_as_a_package_of_another_name(tmp_path):
     code = (
         "import sys\n"
         "sys.path.insert(0, sys.argv[2])\n"
-        "import spectui_agent.logfollow as f, spectui_agent.promwindow as p\n"
+        "import spectui_agent.logs.follow as f, spectui_agent.servers.metrics as p\n"
         "recs = f.LogStream(sys.argv[1]).poll()\n"
         "assert recs[0]['accept_len'] == 1.45, recs\n"
         "assert not any(m == 'spectui' or m.startswith('spectui.') for m in sys.modules)\n"

@@ -5,9 +5,9 @@ import os
 
 import pytest
 
-from spectui.agent.logfollow import CUT_MARK, LINE_CAP_BYTES, LogFollower, read_lines_at
+from spectui.agent.logs.follow import CUT_MARK, LINE_CAP_BYTES, LogFollower, read_lines_at
 from spectui.agent.protocol import Channel
-from spectui.agent.server_manager import ServerManager
+from spectui.agent.servers.manager import ServerManager
 
 CAP = 64 * 1024
 MARK = " [... line cut at 64 KiB]"
@@ -65,7 +65,7 @@ def test_the_end_of_a_skipped_line_may_be_a_crlf_split_between_reads(tmp_path):
 
 
 def test_a_stream_records_the_lines_after_a_cut_one(tmp_path):
-    from spectui.agent.logfollow import LogStream
+    from spectui.agent.logs.follow import LogStream
 
     log = tmp_path / "server.log"
     append(log, b"x" * (3 << 20))

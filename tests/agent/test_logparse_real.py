@@ -105,7 +105,7 @@ def test_the_real_set_spans_every_era():
     times = set()
     for path in FILES:
         _, _, entries = read_fixture(path)
-        for lines, expected in entries:
+        for _lines, expected in entries:
             if expected is not None and expected["kind"] == "decode":
                 decode += 1
                 time = expected["time"]

@@ -7,8 +7,8 @@ from types import SimpleNamespace
 
 import pytest
 
-from spectui.agent import live_figures as lf
-from spectui.agent.promwindow import parse_metrics
+from spectui.agent.servers import figures as lf
+from spectui.agent.servers.metrics import parse_metrics
 
 REAL = Path(__file__).resolve().parents[1] / "fixtures" / "real" / "metrics"
 

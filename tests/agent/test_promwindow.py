@@ -5,7 +5,7 @@ from pathlib import Path
 
 import pytest
 
-from spectui.agent.promwindow import (
+from spectui.agent.servers.metrics import (
     Histogram,
     MetricsUnavailable,
     MetricsWindow,

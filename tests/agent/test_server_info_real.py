@@ -9,8 +9,8 @@ from pathlib import Path
 
 import pytest
 
-from spectui.agent import live_figures as lf
-from spectui.agent.server_telemetry import NO_SPECULATION, ServerTelemetry, speculative_settings
+from spectui.agent.servers import figures as lf
+from spectui.agent.servers.telemetry import NO_SPECULATION, ServerTelemetry, speculative_settings
 from spectui.core.server_frames import ServerFrame
 
 REAL = Path(__file__).resolve().parents[1] / "fixtures" / "real" / "server_info"

@@ -19,10 +19,10 @@ from pathlib import Path
 
 import pytest
 
-from spectui.agent import server_telemetry
-from spectui.agent.bounded_http import DeadlinePassed, HttpStatus, TooLarge, fetch
-from spectui.agent.server_telemetry import ServerTelemetry, TelemetryStream
-from spectui.agent.server_watch import ERRORS_FIRST, ERRORS_RECENT, ServerWatch
+from spectui.agent.servers import telemetry as server_telemetry
+from spectui.agent.servers.bounded_http import DeadlinePassed, HttpStatus, TooLarge, fetch
+from spectui.agent.servers.telemetry import ServerTelemetry, TelemetryStream
+from spectui.agent.servers.watch import ERRORS_FIRST, ERRORS_RECENT, ServerWatch
 
 REAL_METRICS = (Path(__file__).resolve().parents[1] / "fixtures" / "real" / "metrics"
                 / "docs_2025-03_production_metrics.prom").read_bytes()

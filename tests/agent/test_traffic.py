@@ -7,7 +7,7 @@ import time
 import pytest
 
 from spectui.agent.protocol import AgentError
-from spectui.agent.traffic import MAX_CONCURRENCY, Traffic, Workload
+from spectui.agent.bench.traffic import MAX_CONCURRENCY, Traffic, Workload
 from tests.sim.simproc import start_ready, wait_for
 
 SERVER = ["--model-path", "Qwen/Qwen3-8B", "--sim-hardware", "nvlink-8gpu", "--sim-load-time", "0.3"]
@@ -125,3 +125,43 @@ def test_stop_stops(traffic, server):
     time.sleep(1.0)
     assert server.get_json("/sim/stats")["counters"]["requests_finished"] == done
     assert traffic.status({})["requests"] == requests and traffic.status({})["errors"] == 0
+
+
+# -- the "shift" scenario: a recurring job, then varied chat ---------------------------------------------
+
+
+def test_the_recurring_job_is_a_few_greedy_requests_the_same_on_every_worker():
+    a, b = Workload(seed="1:1:0"), Workload(seed="1:1:1")
+    a.recurring_job()
+    b.recurring_job()
+    bodies = [a.request() for _ in range(200)] + [b.request() for _ in range(200)]
+    assert len({x["text"] for x in bodies}) == 6
+    assert all(x["sampling_params"]["temperature"] == 0.0 and x["stream"] for x in bodies)
+    a.recurring = None   # after the shift: the varied workload again
+    assert len({a.request()["text"] for _ in range(50)}) > 40
+
+
+def test_bad_scenarios_are_refused_in_one_sentence(traffic):
+    with pytest.raises(AgentError, match="scenario must be one of steady, shift, not 'storm'"):
+        traffic.start({"scenario": "storm"})
+    with pytest.raises(AgentError, match="shift_after_s must be between 5 and 3600 seconds, not 1"):
+        traffic.start({"scenario": "shift", "shift_after_s": 1})
+    assert traffic.status({})["running"] is False
+
+
+def test_the_shift_changes_what_reaches_the_server(traffic, server):
+    seen_before = {r["rid"] for r in server.get_json("/sim/stats")["recent"]}
+    st = traffic.start({"concurrency": 2, "max_new_tokens": 16, "scenario": "shift", "shift_after_s": 5})
+    assert st["scenario"] == "shift" and st["phase"] == "recurring"
+    assert wait_for(lambda: traffic.status({})["requests"] >= 12, timeout=30)
+    assert wait_for(lambda: traffic.status({})["phase"] == "varied", timeout=10)
+    before = {r["rid"] for r in server.get_json("/sim/stats")["recent"]} - seen_before
+    requests = traffic.status({})["requests"]
+    assert wait_for(lambda: traffic.status({})["requests"] >= requests + 12, timeout=30)
+    traffic.stop({})
+    recent = [r for r in server.get_json("/sim/stats")["recent"] if r["rid"] not in seen_before]
+    first = [r for r in recent if r["rid"] in before]
+    after = [r for r in recent if r["rid"] not in before][4:]   # those in flight at the shift aside
+    assert len({r["prompt_hash"] for r in first}) <= 6 and all(r["greedy"] for r in first)
+    assert len({r["prompt_hash"] for r in after}) >= 0.9 * len(after)
+    assert sum(1 for r in after if not r["greedy"]) > len(after) / 2

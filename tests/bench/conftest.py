@@ -57,7 +57,7 @@ def story_profiles(env):
     """The shipped kimi-* story profiles, with a fast simulated load and a free port."""
     port = free_port()
     for name in STORY:
-        text = (ROOT / "profiles" / f"{name}.yaml").read_text()
+        text = (ROOT / "spectui" / "data" / "profiles" / f"{name}.yaml").read_text()
         text = text.replace("load-time: 3", "load-time: 0.5").replace("port: 30000", f"port: {port}")
         (env["profiles"] / f"{name}.yaml").write_text(text)
     lib = load_profiles()

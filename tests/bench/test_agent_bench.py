@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from spectui.agent.bench_runner import spec_figures
+from spectui.agent.bench.runner import spec_figures
 from spectui.core.bench import BenchClient, Preset, build_spec
 from spectui.core.errors import AgentCallError
 

@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from spectui.agent.bench_datasets import (
+from spectui.agent.bench.datasets import (
     DatasetFileError,
     load_file_prompts,
     read_prompt_file,

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from spectui.agent.bench_runner import Runner
+from spectui.agent.bench.runner import Runner
 from spectui.core.bench import Preset, start_run
 from spectui.core.history import HistoryStore
 from spectui.core.profiles import load_profiles

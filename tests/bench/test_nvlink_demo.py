@@ -22,7 +22,7 @@ def install(folder, hardware):
     port = free_port()
     prefix = hardware.split("-")[0]
     for kind in ("baseline", "eagle3"):
-        text = (ROOT / "profiles" / f"nvlink-{kind}.yaml").read_text()
+        text = (ROOT / "spectui" / "data" / "profiles" / f"nvlink-{kind}.yaml").read_text()
         text = (text.replace("load-time: 3", "load-time: 0.5").replace("port: 30000", f"port: {port}")
                 .replace("hardware: nvlink-8gpu", f"hardware: {hardware}")
                 .replace("name: nvlink-", f"name: {prefix}-").replace("extends: nvlink-", f"extends: {prefix}-"))

@@ -24,7 +24,7 @@ from tests.support.sshd import free_port
 ROOT = Path(__file__).resolve().parents[2]
 SESSION_LOG = ROOT / "tests" / "fixtures" / "logs" / "server_session.log"
 STAMP = re.compile(r"^\[ *\d+\.\ds\] ")
-# the states a benchmark run goes through on the host before it ends (spectui/agent/bench_runner.py)
+# the states a benchmark run goes through on the host before it ends (spectui/agent/bench/runner.py)
 HOST_RUN_STATES = ("starting", "warmup", "flushing", "running", "finishing")
 
 pytestmark = pytest.mark.timeout(240)

@@ -48,7 +48,7 @@ def test_list_table(capsys):
     assert out[0].split() == ["NAME", "ALGORITHM", "STEPS", "TOPK", "DRAFT", "TOKENS", "DRAFT", "MODEL", "SOURCE"]
     rows = {line.split()[0]: line.split() for line in out[1:]}
     assert rows["kimi-eagle3"] == ["kimi-eagle3", "EAGLE3", "3", "1", "4", "lightseekorg/kimi-k2.5-eagle3",
-                                   "profiles/kimi-eagle3.yaml"]
+                                   "spectui/data/profiles/kimi-eagle3.yaml"]
     assert rows["kimi-ngram"][:5] == ["kimi-ngram", "NGRAM", "-", "-", "8"]
     assert rows["kimi-baseline"][1:6] == ["-"] * 5
 
@@ -65,7 +65,7 @@ def test_list_json_and_user_override(capsys, tmp_path):
     rows = {r["name"]: r for r in data["profiles"]}
     assert rows["kimi-ngram"]["draft_tokens"] == 16
     assert rows["kimi-ngram"]["source"] == str(mine)
-    assert rows["kimi-ngram"]["overrides"] == [str(ROOT / "profiles" / "kimi-ngram.yaml")]
+    assert rows["kimi-ngram"]["overrides"] == [str(ROOT / "spectui" / "data" / "profiles" / "kimi-ngram.yaml")]
     assert rows["kimi-k2-drafter"]["extends"] == "kimi-eagle3"
     assert len(rows["kimi-eagle3"]["content_hash"]) == 64
     assert main(["profiles", "list"]) == 0
@@ -158,6 +158,6 @@ def test_check_as_a_real_process(tmp_path):
     ]
     assert "Traceback" not in result.stderr
     ok = subprocess.run([sys.executable, "-m", "spectui", "profiles", "list"], cwd=ROOT,
-                        env={**env, "SPECTUI_PROFILES_PATH": str(ROOT / "profiles")},
+                        env={**env, "SPECTUI_PROFILES_PATH": str(ROOT / "spectui" / "data" / "profiles")},
                         capture_output=True, text=True, timeout=60)
     assert ok.returncode == 0 and "kimi-k2-drafter" in ok.stdout

@@ -165,15 +165,17 @@ def test_adopt_makes_it_spectui_own(capsys, demo_args, handmade):
 
 
 def test_switch_to_a_profile_on_its_port_asks_to_stop_it(capsys, demo_args, tmp_path, handmade):
+    # this machine as a simulated host, not the demo: the demo would move the profile off the taken port
+    demo_args = ["-H", "local", "--sim", *demo_args[1:]]
     (tmp_path / "profiles" / "mine.yaml").write_text(
         f"name: mine\nmodel: sim/mine\nport: {handmade.port}\ngpus: [2]\nargs:\n  tp-size: 1\n"
         "sim:\n  load-time: 0.3\n")
-    code, out, err = run(capsys, "servers", "switch", "mine", *demo_args)
-    assert code == 1 and handmade.alive()
-    assert f"mine was not started: {handmade.name} holds its port or GPUs" in err and "--stop-external" in err
-    assert f"{handmade.name} holds port {handmade.port}" in out and f"pid {handmade.pid}" in out
-    assert "spectui.sim.server --model-path sim/handmade" in out
     try:
+        code, out, err = run(capsys, "servers", "switch", "mine", *demo_args)
+        assert code == 1 and handmade.alive()
+        assert f"mine was not started: {handmade.name} holds its port or GPUs" in err and "--stop-external" in err
+        assert f"{handmade.name} holds port {handmade.port}" in out and f"pid {handmade.pid}" in out
+        assert "spectui.sim.server --model-path sim/handmade" in out
         code, out, err = run(capsys, "servers", "switch", "mine", "--stop-external", *demo_args)
         assert code == 0, err
         assert wait_gone(handmade.pid)

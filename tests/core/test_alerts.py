@@ -68,7 +68,7 @@ def test_no_l_star_or_no_fresh_frame_is_no_alarm():
 def test_accept_collapse_against_its_own_level():
     history = [2.4] * (REFERENCE_MIN + 20)
     frames = []
-    for i in range(40):
+    for _ in range(40):
         history.append(1.1)
         frames.append(AlertInputs(servers=(server(accept_lengths=tuple(history)),)))
     changes = [c for c in run(AlertEngine(), frames) if c.alert.rule == "accept_collapse"]

@@ -22,7 +22,7 @@ from spectui.core.profiles import (
     shipped_profile_dirs,
 )
 
-REPO_PROFILES = Path(__file__).resolve().parents[2] / "profiles"
+REPO_PROFILES = Path(__file__).resolve().parents[2] / "spectui" / "data" / "profiles"
 SECRET = "sk-live-3f9a8b7c6d5e4f30"
 
 

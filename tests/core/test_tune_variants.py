@@ -15,7 +15,7 @@ ROOT = Path(__file__).resolve().parents[2]
 
 @pytest.fixture(scope="module")
 def shipped():
-    return load_profiles(layers=[ProfileLayer("shipped", (ROOT / "profiles",))])
+    return load_profiles(layers=[ProfileLayer("shipped", (ROOT / "spectui" / "data" / "profiles",))])
 
 
 def test_flags_with_or_without_the_speculative_prefix():

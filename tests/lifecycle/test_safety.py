@@ -135,8 +135,8 @@ class _NoGpus:
 
 
 def test_stop_works_on_a_full_disk_and_says_so(state_dir, monkeypatch):
-    from spectui.agent import server_records
-    from spectui.agent.server_manager import ServerManager
+    from spectui.agent.servers import records as server_records
+    from spectui.agent.servers.manager import ServerManager
 
     mgr = ServerManager(str(state_dir), _Channel(), lambda: _NoGpus())
     try:
@@ -214,7 +214,7 @@ class _GpuHeldFor:
 def test_a_watch_never_writes_over_another_agents_stop(state_dir):
     """While agent B stops a server, agent A's watch sees it change (a line in its log during the grace
     period) and then die: A must leave B's record alone and call the ending a stop."""
-    from spectui.agent.server_manager import ServerManager
+    from spectui.agent.servers.manager import ServerManager
 
     a_events = _Channel()
     a = ServerManager(str(state_dir), a_events, lambda: _NoGpus())
@@ -321,7 +321,7 @@ async def test_records_and_logs_are_private(profiles_dir, state_dir, demo):
 
 
 def test_benchmark_run_files_are_private(tmp_path):
-    from spectui.agent.bench_runner import write_json
+    from spectui.agent.bench.runner import write_json
 
     write_json(str(tmp_path / "spec.json"), {"server": {"argv": ["--api-key", "k"]}})
     assert stat.S_IMODE(os.stat(tmp_path / "spec.json").st_mode) == 0o600

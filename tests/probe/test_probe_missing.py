@@ -1,6 +1,5 @@
 """What the probe says, in one sentence, when torch, a GPU, the interpreter or the model is missing."""
 
-import os
 import subprocess
 import sys
 
@@ -65,13 +64,10 @@ def test_nothing_to_probe(capsys):
 
 def _pythons():
     """This interpreter, and the oldest one the agent supports (3.8) where this machine has it."""
-    import glob
-    import shutil
+    from tests.support.pythons import find_python
 
-    found = sorted(glob.glob(os.path.expanduser("~/.pyenv/versions/3.8.*/bin/python3.8")))
-    if not found and shutil.which("python3.8") and "/shims/" not in shutil.which("python3.8"):
-        found = [shutil.which("python3.8")]
-    return [sys.executable] + found[:1]
+    py38 = find_python("3.8")
+    return [sys.executable] + ([py38] if py38 else [])
 
 
 @pytest.mark.parametrize("python", _pythons())

@@ -6,7 +6,7 @@ import time
 
 import pytest
 
-from spectui.agent.probe_model import ModelConfigError, find_config, model_sizes
+from spectui.agent.probe.model import ModelConfigError, find_config, model_sizes
 
 
 def write(path, cfg):

@@ -2,7 +2,7 @@
 
 import pytest
 
-from spectui.agent.probe_stats import combine_ranks, percentile, summarize
+from spectui.agent.probe.stats import combine_ranks, percentile, summarize
 
 
 def test_percentile_interpolates_linearly_between_ranks():

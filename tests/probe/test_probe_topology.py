@@ -6,7 +6,7 @@ from types import SimpleNamespace
 
 import pytest
 
-from spectui.agent.probe_topology import (
+from spectui.agent.probe.topology import (
     host_topology,
     nvml_topology,
     parse_p2p_matrix,

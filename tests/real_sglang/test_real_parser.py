@@ -91,7 +91,7 @@ def _argv_items(argv):
 @pytest.fixture(scope="module")
 def host_parser_answer(real_sglang_python, commands):
     request = {"commands": [{"items": _argv_items(c["argv"])} for c in commands]}
-    r = subprocess.run([real_sglang_python, "-c", own_sources()["sglang_argparse"]], input=json.dumps(request),
+    r = subprocess.run([real_sglang_python, "-c", own_sources()["servers.sglang_argparse"]], input=json.dumps(request),
                        capture_output=True, text=True, timeout=600)
     assert r.returncode == 0, r.stderr[-2000:]
     return json.loads(r.stdout)

@@ -1,5 +1,5 @@
 """The demo tells the story live: the shipped kimi-* profiles on the simulated pcie-8gpu host,
-each under the demo traffic at concurrency 1 (spectui/agent/traffic.py, as the console runs it).
+each under the demo traffic at concurrency 1 (spectui/agent/bench/traffic.py, as the console runs it).
 
 The README's story: baseline about 82 tok/s; EAGLE-3 accept length about 2.0 and about 60
 tok/s; NGRAM (8 draft tokens) accept length 1.3-1.5 and about 41 tok/s. Each server first gets
@@ -18,7 +18,7 @@ import time
 
 import pytest
 
-from spectui.agent.traffic import Traffic
+from spectui.agent.bench.traffic import Traffic
 from spectui.core.profiles.argv import build_argv
 from spectui.core.profiles.discovery import ProfileLayer
 from spectui.core.profiles.loader import load_profiles
@@ -33,7 +33,7 @@ NGRAM8_STEP_S = 0.0341  # pcie-8gpu: a verify step of 8 draft tokens plus the tr
 
 def server_args(name):
     """The profile's simulated launch flags, less interpreter, launcher, host and port."""
-    lib = load_profiles(layers=[ProfileLayer("shipped", (ROOT / "profiles",))])
+    lib = load_profiles(layers=[ProfileLayer("shipped", (ROOT / "spectui" / "data" / "profiles",))])
     argv = build_argv(lib.get(name), simulated=True)[3:]
     out, skip = [], False
     for word in argv:

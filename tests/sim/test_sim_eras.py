@@ -48,9 +48,9 @@ def test_decode_and_prefill_lines(servers, name, era, spec):
     decode = body_lines(sp, "Decode batch")
     prefill = body_lines(sp, "Prefill batch")
     assert len(decode) >= 2 and len(prefill) >= 2  # warm-up and our request
-    for prefix, body in decode:
+    for _prefix, body in decode:
         assert decode_re(era, spec).match(body), body
-    for prefix, body in prefill:
+    for _prefix, body in prefill:
         assert prefill_re(era).match(body), body
     tp2 = name == "0.5.23-plain"
     assert all((" TP0] " in p) == tp2 for p, _ in decode + prefill)

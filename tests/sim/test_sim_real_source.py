@@ -190,7 +190,7 @@ print(json.dumps(out))
 
 
 def shipped_profile_argvs():
-    lib = load_profiles(layers=[ProfileLayer("shipped", (ROOT / "profiles",))])
+    lib = load_profiles(layers=[ProfileLayer("shipped", (ROOT / "spectui" / "data" / "profiles",))])
     assert not lib.errors and len(lib.profiles) >= 5
     out = {}
     for name, prof in sorted(lib.profiles.items()):

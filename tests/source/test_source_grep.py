@@ -4,7 +4,7 @@ import subprocess
 
 import pytest
 
-from spectui.agent.source_grep import LiteralPlan, compile_pattern, grep_tree, search_file
+from spectui.agent.source.grep import LiteralPlan, compile_pattern, grep_tree, search_file
 
 
 @pytest.fixture
@@ -121,7 +121,7 @@ def test_random_patterns_agree_with_grep(tmp_path):
     import os
     import random
 
-    from spectui.agent.source_grep import search_bytes
+    from spectui.agent.source.grep import search_bytes
 
     rnd = random.Random(20261130)
     alphabet = list("abcx():#@ 019AB_.=") + ["  ", "\n", "\n", "\n"]

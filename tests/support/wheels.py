@@ -1,6 +1,7 @@
 """Real SGLang releases for tests: wheels from PyPI, fetched with the product's own code (pip
-download --no-deps, then unzip) into ``$SPECTUI_WHEEL_CACHE`` (default
-``~/.cache/spectui-test-wheels``): downloaded once, reused."""
+download --no-deps, then unzip) into ``$SPECTUI_TEST_WHEELS`` (``~/.cache/spectui-test-wheels`` of the
+real home, set by tests/conftest.py; each test's own ``$SPECTUI_WHEEL_CACHE`` points there too unless the
+test moves it): downloaded once, reused."""
 
 import os
 from pathlib import Path
@@ -11,7 +12,7 @@ from spectui.core.source import SourceError, fetch_sglang_source
 
 
 def wheel_cache() -> Path:
-    return Path(os.environ.get("SPECTUI_WHEEL_CACHE") or "~/.cache/spectui-test-wheels").expanduser()
+    return Path(os.environ.get("SPECTUI_TEST_WHEELS") or "~/.cache/spectui-test-wheels").expanduser()
 
 
 def release_tree(version: str) -> Path:

@@ -1,7 +1,7 @@
 """The live figures against the simulator's own counters, under the demo's traffic.
 
 The shipped story profiles (kimi-baseline, kimi-eagle3, kimi-ngram) each run as a simulated
-server, with the demo traffic at one request at a time (``spectui/agent/traffic.py``, unseeded,
+server, with the demo traffic at one request at a time (``spectui/agent/bench/traffic.py``, unseeded,
 as the console sends it) for 60 s. The agent's frame builder (``ServerTelemetry``, the code
 that feeds the console) reads each server every second, its log included, while the
 simulator's ground truth (``/sim/stats``) is read at the same moments. Each frame's per-stream
@@ -13,8 +13,8 @@ three servers run at once.
 import statistics
 import time
 
-from spectui.agent.server_telemetry import ServerTelemetry
-from spectui.agent.traffic import Traffic
+from spectui.agent.servers.telemetry import ServerTelemetry
+from spectui.agent.bench.traffic import Traffic
 from tests.sim.simproc import at_once
 from tests.sim.test_sim_demo_traffic import STORY, FakeAgent, server_args
 
@@ -89,7 +89,7 @@ def test_live_frames_agree_with_the_simulator_under_demo_traffic(tmp_path):
             report[name]["accept_frames"] = len(acc)
             assert len(acc) >= SECONDS * 0.5, report
     print("live / simulator, median over frames:", report)
-    for name, r in report.items():
+    for r in report.values():
         assert r["frames"] >= SECONDS * 0.7, report
         assert abs(r["per_stream"] - 1.0) <= 0.05, report
         if "accept" in r:

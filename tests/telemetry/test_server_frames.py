@@ -23,7 +23,7 @@ def generate(port, n=3, max_new_tokens=48):
             r.read()
 
 
-async def test_frames_carry_sources_formulas_and_stale_marks(profiles_dir, demo):
+async def test_frames_carry_sources_formulas_and_stale_marks(profiles_dir, demo):  # noqa: F811  (fixtures)
     port = write_profile(profiles_dir, "eagle", gpus=(0,), extra=EAGLE)
     ctl = ServerControl(demo)
     frames = []
@@ -74,7 +74,7 @@ async def test_frames_carry_sources_formulas_and_stale_marks(profiles_dir, demo)
     assert all(f.gen_throughput.value is None or f.gen_throughput.value >= 0 for f in frames[n:])
 
 
-async def test_an_idle_ready_server_gets_no_requests(profiles_dir, demo):
+async def test_an_idle_ready_server_gets_no_requests(profiles_dir, demo):  # noqa: F811  (fixtures)
     """Health is asked of /server_info, which generates nothing: an idle server stays at 0 running."""
     port = write_profile(profiles_dir, "quiet", gpus=(2,))
     ctl = ServerControl(demo)
@@ -88,7 +88,7 @@ async def test_an_idle_ready_server_gets_no_requests(profiles_dir, demo):
     assert (await ctl.wait("quiet", timeout_s=5))["state"] == "ready"
 
 
-async def test_baseline_has_no_accept_length(profiles_dir, demo):
+async def test_baseline_has_no_accept_length(profiles_dir, demo):  # noqa: F811  (fixtures)
     port = write_profile(profiles_dir, "base", gpus=(1,))
     ctl = ServerControl(demo)
     frames = []

@@ -63,7 +63,7 @@ async def test_b_benchmarks_the_ready_server_live_pauses_the_traffic_and_saves_t
     async with app.run_test(size=SIZE) as pilot:
         await connected(pilot, app)
         assert [p.name for p in app.profiles] == ["alpha", "beta", "broken", "kbase", "keagle"]
-        await wait_for(pilot, lambda: app.traffic_on, 10, "the demo traffic")
+        await wait_for(pilot, lambda: app.traffic.on, 10, "the demo traffic")
         await pilot.press("b")  # nothing is ready yet
         await wait_for(pilot, lambda: notified(app, "No server is ready"), 5, "the refusal")
         assert app.screen is app.dashboard
@@ -74,7 +74,7 @@ async def test_b_benchmarks_the_ready_server_live_pauses_the_traffic_and_saves_t
         assert {"single-stream", "batch-16", "concurrency-sweep", "tiny", "steady"} <= set(names)
         await wait_for(pilot, lambda: isinstance(app.screen, BenchScreen), 10, "the benchmark screen")
         screen = app.screen
-        job = app.bench_job
+        job = app.bench.job
         assert job.kind == "run" and job.server == "keagle" and job.preset.name == "steady"
         # live progress: requests done, live tok/s and accept length, an ETA
         await wait_for(pilot, lambda: job.progress is not None and job.progress.state == "running"
@@ -85,7 +85,7 @@ async def test_b_benchmarks_the_ready_server_live_pauses_the_traffic_and_saves_t
         status = await app.link.session.client.call("traffic.status")
         assert not status["running"]
         assert "the demo traffic is paused" in text
-        assert app.bench_measuring()
+        assert app.bench.measuring()
         # back on the dashboard it goes on: the header shows it, the traffic key waits for it, v comes back
         await pilot.press("escape")
         await wait_for(pilot, lambda: app.screen is app.dashboard, 5, "the dashboard")
@@ -112,7 +112,7 @@ async def test_b_benchmarks_the_ready_server_live_pauses_the_traffic_and_saves_t
         assert f"Saved in the history as run {job.saved_id}" in screen.results_plain
         assert "accept length" in screen.results_plain and results.display
         # the traffic comes back, and the header no longer says paused
-        await wait_for(pilot, lambda: app.traffic_on and not app.bench_measuring(), 10, "traffic back")
+        await wait_for(pilot, lambda: app.traffic.on and not app.bench.measuring(), 10, "traffic back")
         for _ in range(50):  # the host's traffic restarts a moment after the console asks for it
             status = await app.link.session.client.call("traffic.status")
             if status["running"]:
@@ -142,7 +142,7 @@ async def test_space_marks_and_B_compares_with_results_chart_and_export(bench_en
         await pilot.press("space")
         await pilot.press("up")
         await pilot.press("space")
-        assert app.marked == ["keagle", "kbase"] and app.compare_baseline() == "kbase"
+        assert app.bench.marked == ["keagle", "kbase"] and app.bench.compare_baseline() == "kbase"
         await pilot.pause(0.3)
         profiles = panel_text(app, "profiles")
         marked_rows = [line for line in profiles.splitlines() if "✓" in line]
@@ -150,7 +150,7 @@ async def test_space_marks_and_B_compares_with_results_chart_and_export(bench_en
         assert "B compares keagle, kbase (baseline)" in profiles
         # unmark and mark again: the order follows
         await pilot.press("space")
-        assert app.marked == ["keagle"]
+        assert app.bench.marked == ["keagle"]
         await pilot.press("space")
         await pilot.press("B")
         await pick(pilot, app, "tiny")
@@ -159,13 +159,13 @@ async def test_space_marks_and_B_compares_with_results_chart_and_export(bench_en
         await pilot.press("y")
         await wait_for(pilot, lambda: isinstance(app.screen, BenchScreen), 10, "the benchmark screen")
         screen = app.screen
-        job = app.bench_job
+        job = app.bench.job
         assert job.kind == "compare" and job.profiles == ("keagle", "kbase") and job.baseline == "kbase"
         seen = set()
 
         def stages():
             for name, step in job.steps.items():
-                seen.add((name, step.state))
+                seen.update((name, state) for state in step.states)  # every state it went through
             return job.state in ("done", "failed", "interrupted")
 
         await wait_for(pilot, stages, 150, "the comparison", step=0.05)
@@ -204,7 +204,7 @@ async def test_c_stops_a_run_on_the_host_and_keeps_what_it_measured(bench_env):
         await pilot.press("b")
         await pick(pilot, app, "long")
         await wait_for(pilot, lambda: isinstance(app.screen, BenchScreen), 10, "the benchmark screen")
-        job = app.bench_job
+        job = app.bench.job
         await wait_for(pilot, lambda: job.progress is not None and job.progress.done >= 1, 60, "a request done")
         await pilot.press("e")  # nothing to export while it runs
         await pilot.press("c")
@@ -212,7 +212,7 @@ async def test_c_stops_a_run_on_the_host_and_keeps_what_it_measured(bench_env):
         assert app.screen.title_text == "Stop the benchmark?"
         await pilot.press("y")
         await wait_for(pilot, lambda: job.state == "interrupted", 60, "the run to stop")
-        assert app.busy is None and not app.bench_measuring()
+        assert app.busy is None and not app.bench.measuring()
         run = HistoryStore().run(int(job.saved_id))
         assert run["state"] == "interrupted" and run["profile"] == "kbase"
         assert 1 <= run["stats"]["completed"] < 12
@@ -234,7 +234,7 @@ async def test_a_run_outlives_a_dropped_connection_and_is_collected_after_the_re
         await switch_to(pilot, app, 4, "kbase")
         await pilot.press("b")
         await pick(pilot, app, "long")
-        job = await wait_for(pilot, lambda: app.bench_job, 10, "the job")
+        job = await wait_for(pilot, lambda: app.bench.job, 10, "the job")
         await wait_for(pilot, lambda: job.progress is not None and job.progress.done >= 1, 60, "a request done")
         agent = app.link.session.hello["pid"]
         os.kill(agent, signal.SIGKILL)
@@ -257,7 +257,7 @@ async def test_b_on_a_server_another_console_benchmarks_shows_the_hosts_refusal(
                                                  num_prompts=20, concurrency=(1,), warmup=0), server="kbase")
             await pilot.press("b")
             await pick(pilot, app, "tiny")
-            job = await wait_for(pilot, lambda: app.bench_job, 10, "the job")
+            job = await wait_for(pilot, lambda: app.bench.job, 10, "the job")
             await wait_for(pilot, lambda: job.state == "failed", 30, "the refusal")
             assert job.message.startswith(f"Server kbase is already being benchmarked by run {busy.run_id} "
                                           f"(preset elsewhere, started ")
@@ -265,7 +265,7 @@ async def test_b_on_a_server_another_console_benchmarks_shows_the_hosts_refusal(
             assert any(n.title == "Benchmark refused" and n.severity == "warning" and n.message == job.message
                        for n in app._notifications)
             assert isinstance(app.screen, BenchScreen) and job.message in app.screen.progress_plain
-            assert app.busy is None and not app.bench_measuring() and HistoryStore().runs() == []
+            assert app.busy is None and not app.bench.measuring() and HistoryStore().runs() == []
             assert (await busy.cancel()).state == "interrupted"
         finally:
             await other.close()

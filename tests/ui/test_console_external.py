@@ -190,7 +190,7 @@ async def test_escape_leaves_it_running_and_adopting_makes_it_spectuis_own(ui_en
             assert server_state(app, srv.name) == "ready" and group_pids(srv.pid)
             row = [line for line in panel_text(app, "profiles").splitlines() if srv.name in line][0]
             assert "adopted" in row, row
-            assert not app.found_action_possible("adopt") and app.found_action_possible("import_profile")
+            assert not app.servers.found_action_possible("adopt") and app.servers.found_action_possible("import_profile")
 
 
 async def test_import_writes_a_profile_that_starts_it_the_way_it_runs(ui_env):

@@ -276,7 +276,7 @@ async def test_a_refused_switch_says_why_and_stops_counting(ui_env):
         async with app.run_test(size=SIZE) as pilot:
             await connected(pilot, app)
             await pilot.press("4")  # delta: alpha, beta, broken, delta
-            await wait_for(pilot, lambda: app.busy is None and "delta" in app.switch_errors, 30, "the refusal")
+            await wait_for(pilot, lambda: app.busy is None and "delta" in app.servers.switch_errors, 30, "the refusal")
             await pilot.pause(0.5)
             server = panel_text(app, "server")
             assert "✗ refused" in server and f"port {port}" in server and "in use" in server, server

@@ -42,7 +42,7 @@ async def test_interconnect_probe_and_predicted_l_star_in_panel_history_and_tabl
         await connected(pilot, app)
         # the interconnect, read at connect time from the simulator's hardware model
         await wait_for(pilot, lambda: INTERCONNECT in panel_text(app, "header"), 10, "the interconnect")
-        assert app.interconnect == INTERCONNECT
+        assert app.probe.interconnect == INTERCONNECT
         titles = [c.title for c in app.get_system_commands(app.dashboard)]
         assert "Run verify-cost probe" in titles
         await pilot.press("5")
@@ -50,8 +50,8 @@ async def test_interconnect_probe_and_predicted_l_star_in_panel_history_and_tabl
         await wait_for(pilot, lambda: "accept length" in panel_text(app, "spec"), 20, "the speculative panel")
         assert "predicted L*" not in panel_text(app, "spec")
         await pilot.press("p")  # the demo reads the simulator's hardware model at once: no confirmation
-        await wait_for(pilot, lambda: "keagle" in app.probes, 30, "the probe")
-        rec = app.probes["keagle"]
+        await wait_for(pilot, lambda: "keagle" in app.probe.probes, 30, "the probe")
+        rec = app.probe.probes["keagle"]
         assert rec["kind"] == "probe" and rec["provenance"]["kind"] == "sim-hardware-model"
         assert rec["profile_l_star"]["predicted"] == pytest.approx(expected)
         await wait_for(pilot, lambda: f"predicted L* {expected:.2f}" in panel_text(app, "spec"), 5, "the panel")
@@ -71,7 +71,7 @@ async def test_interconnect_probe_and_predicted_l_star_in_panel_history_and_tabl
         await pilot.press("space")
         await pilot.press("down")
         await pilot.press("space")
-        assert app.marked == ["kbase", "keagle"]
+        assert app.bench.marked == ["kbase", "keagle"]
         await pilot.press("B")
         await wait_for(pilot, lambda: isinstance(app.screen, PresetPicker), 10, "the picker")
         picker = app.screen
@@ -79,9 +79,9 @@ async def test_interconnect_probe_and_predicted_l_star_in_panel_history_and_tabl
         await pilot.press("enter")
         await wait_for(pilot, lambda: isinstance(app.screen, ConfirmScreen), 10, "the confirmation")
         await pilot.press("y")
-        await wait_for(pilot, lambda: app.bench_job is not None and app.bench_job.state == "done", 120,
+        await wait_for(pilot, lambda: app.bench.job is not None and app.bench.job.state == "done", 120,
                        "the comparison")
-        row = next(r for r in app.bench_job.comparison["profiles"] if r["name"] == "keagle")
+        row = next(r for r in app.bench.job.comparison["profiles"] if r["name"] == "keagle")
         assert row["predicted_l_star"]["value"] == pytest.approx(expected)
         assert row["predicted_l_star"]["probe_id"] == rec["id"]
         assert isinstance(app.screen, BenchScreen)
@@ -92,8 +92,8 @@ async def test_interconnect_probe_and_predicted_l_star_in_panel_history_and_tabl
     app2 = SpectuiApp(HostTarget.demo(str(probe_env.state)), library=load_profiles(), traffic=False)
     async with app2.run_test(size=SIZE) as pilot:
         await connected(pilot, app2)
-        await wait_for(pilot, lambda: "keagle" in app2.probes, 10, "the probe from the history")
-        assert app2.probes["keagle"]["id"] == rec["id"]
+        await wait_for(pilot, lambda: "keagle" in app2.probe.probes, 10, "the probe from the history")
+        assert app2.probe.probes["keagle"]["id"] == rec["id"]
         for _ in range(4):
             await pilot.press("down")
         await wait_for(pilot, lambda: f"predicted L* {expected:.2f}" in panel_text(app2, "spec"), 5, "the panel")

@@ -13,7 +13,7 @@ async def test_demo_traffic_moves_the_panels_and_t_toggles_it(ui_env):
     app = SpectuiApp(HostTarget.demo(str(ui_env.state)), library=load_profiles(), traffic=True)
     async with app.run_test(size=(120, 40)) as pilot:
         await connected(pilot, app)
-        await wait_for(pilot, lambda: app.traffic_on, 10, "traffic to start")
+        await wait_for(pilot, lambda: app.traffic.on, 10, "traffic to start")
         await wait_for(pilot, lambda: "traffic on" in panel_text(app, "header"), 5, "the header to say so")
         await pilot.press("2")
         await wait_for(pilot, lambda: server_state(app, "beta") == "ready" and app.busy is None, 60, "beta ready")
@@ -29,7 +29,7 @@ async def test_demo_traffic_moves_the_panels_and_t_toggles_it(ui_env):
                        "accept length 2" in panel_text(app, "spec") or "accept length 3" in panel_text(app, "spec"),
                        20, "an accept length on screen")
         await pilot.press("t")
-        await wait_for(pilot, lambda: not app.traffic_on and "traffic off" in panel_text(app, "header"), 10, "off")
+        await wait_for(pilot, lambda: not app.traffic.on and "traffic off" in panel_text(app, "header"), 10, "off")
         status = await app.link.session.client.call("traffic.status")
         assert not status["running"]
 
@@ -52,13 +52,13 @@ async def test_quitting_a_real_host_leaves_servers_running_and_says_so(ui_env):
     # "local" is a real host as far as the console is concerned: it never stops servers on quit.
     target = HostTarget(kind="local", python=sys.executable, simulated=True, state_dir=str(ui_env.state))
     app = SpectuiApp(target, library=load_profiles(), traffic=True)
-    assert not app.traffic_available  # no demo load on a real host, even if asked
+    assert not app.traffic.available  # no demo load on a real host, even if asked
     async with app.run_test(size=(120, 40)) as pilot:
         await connected(pilot, app)
         assert "traffic" not in panel_text(app, "header")
         await pilot.press("t")  # not bound on a real host: nothing happens
         await pilot.pause(0.3)
-        assert not app.traffic_on
+        assert not app.traffic.on
         await pilot.press("1")
         await wait_for(pilot, lambda: server_state(app, "alpha") == "ready" and app.busy is None, 60, "alpha ready")
         pid = app.link.servers["alpha"]["pid"]

@@ -5,7 +5,7 @@ import time
 
 from spectui.core.profiles import load_profiles
 from spectui.ui import snapshots
-from spectui.ui.actions.found import kill_command
+from spectui.ui.controllers.servers import kill_command
 from spectui.ui.widgets.profiles import ProfilesList
 from spectui.ui.widgets.server import ServerPanel
 from spectui.ui.widgets.speculative import SpecPanel

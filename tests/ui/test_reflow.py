@@ -220,8 +220,8 @@ async def test_no_value_is_cut_at_any_size_in_any_state(reflow_env, size):
         for _ in range([p.name for p in app.screen.presets].index("tiny")):
             await pilot.press("down")
         await pilot.press("enter")
-        await wait_for(pilot, lambda: app.bench_job is not None and app.bench_job.state == "done"
-                       and app.bench_job.saved_id, 90, "the benchmark")
+        await wait_for(pilot, lambda: app.bench.job is not None and app.bench.job.state == "done"
+                       and app.bench.job.saved_id, 90, "the benchmark")
         await pilot.pause(0.6)
         screen = app.screen
         assert isinstance(screen, BenchScreen)

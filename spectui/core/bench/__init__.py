@@ -10,8 +10,8 @@ Layout (one job per module):
 - ``table``: text, Markdown, CSV and JSON output, and the speedup bar chart;
 - ``sglang_import``: reading ``sglang.benchmark.serving`` JSONL output.
 
-The host side is ``spectui/agent/bench_runner.py`` (the detached runner) and
-``spectui/agent/bench_methods.py`` (``bench.*`` agent methods, ``bench_progress`` events).
+The host side is ``spectui/agent/bench/runner.py`` (the detached runner) and
+``spectui/agent/bench/methods.py`` (``bench.*`` agent methods, ``bench_progress`` events).
 """
 
 from spectui.core.bench.compare import (

@@ -15,6 +15,7 @@ on the host.
 from __future__ import annotations
 
 import asyncio
+import logging
 import time
 import uuid
 from collections.abc import Awaitable, Callable
@@ -22,6 +23,7 @@ from dataclasses import dataclass
 from typing import Any
 
 import spectui
+from spectui.agent.protocol import FINAL_STATES, ServerState
 from spectui.core.bench.presets import Preset
 from spectui.core.bench.runs import (
     BenchClient,
@@ -39,6 +41,8 @@ from spectui.core.probe.predict import break_even as probe_break_even
 from spectui.core.profiles import Profile
 from spectui.core.servers import ServerControl
 from spectui.core.session import Session
+
+log = logging.getLogger(__name__)
 
 
 class BenchError(SpectuiError):
@@ -353,7 +357,7 @@ async def run_comparison(session: Session, profiles: list[Profile], preset: Pres
                 index += len(preset.concurrency) * preset.repeats
                 continue
             server = sw["server"]
-            if server.get("state") != "ready":
+            if server.get("state") != ServerState.READY:
                 why = f"the server ended {server.get('state')}" + (f": {server['reason']}" if server.get("reason") else "")
                 failures[profile.name] = why
                 emit(CompareEvent("switch_failed", profile.name, index=index, total=total, detail=why))
@@ -406,8 +410,8 @@ async def run_comparison(session: Session, profiles: list[Profile], preset: Pres
                 results.append(partial)
                 if store is not None:
                     store.save_run(partial)
-            except (Disconnected, AgentCallError, asyncio.CancelledError):
-                pass
+            except (Disconnected, AgentCallError, asyncio.CancelledError) as exc:
+                log.warning("the cancelled run %s was not saved: %s", handle.run_id, exc or type(exc).__name__)
         finish("interrupted", reason)
         emit(CompareEvent("interrupted", index=index, total=total, detail=reason))
         raise
@@ -421,12 +425,12 @@ async def run_comparison(session: Session, profiles: list[Profile], preset: Pres
         if stop_after:
             try:
                 await asyncio.shield(_stop_all(ctl, names))
-            except (Disconnected, AgentCallError, asyncio.CancelledError):
-                pass
+            except (Disconnected, AgentCallError, asyncio.CancelledError) as exc:
+                log.info("the compared servers were not all stopped: %s", exc or type(exc).__name__)
         try:
             await asyncio.shield(restore_traffic())
-        except (Disconnected, AgentCallError, asyncio.CancelledError):
-            pass
+        except (Disconnected, AgentCallError, asyncio.CancelledError) as exc:
+            log.info("the demo's background traffic was not restarted: %s", exc or type(exc).__name__)
 
 
 def link_collected_runs(store, results: list[RunResult]) -> list[str]:
@@ -461,7 +465,7 @@ def link_collected_runs(store, results: list[RunResult]) -> list[str]:
 
 async def _stop_all(ctl: ServerControl, names: list[str]) -> None:
     for s in await ctl.list():
-        if s["name"] in names and s["state"] not in ("stopped", "failed", "crashed"):
+        if s["name"] in names and s["state"] not in FINAL_STATES:
             await ctl.stop(s["name"], grace_s=10)
 
 

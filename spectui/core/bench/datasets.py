@@ -16,7 +16,7 @@ actual ``prompt_tokens`` is recorded from the server's answer.
 
 Same ``(dataset, seed, count, input_len)`` -> the same prompts, on any machine and Python.
 
-Real prompts, read with SGLang's rules (``spectui/agent/bench_datasets.py`` has them, with the
+Real prompts, read with SGLang's rules (``spectui/agent/bench/datasets.py`` has them, with the
 lines of SGLang's loaders they follow):
 
 * ``mt-bench``: the 80 MT-Bench questions shipped with spectui (``spectui/data/prompts``, Apache
@@ -39,7 +39,7 @@ from dataclasses import dataclass, field
 from functools import lru_cache
 from importlib import resources
 
-from spectui.agent.bench_datasets import DatasetFileError, prompts_from_text, prompts_sha256, sample_prompts
+from spectui.agent.bench.datasets import DatasetFileError, prompts_from_text, prompts_sha256, sample_prompts
 
 GENERATED = ("random", "reasoning")
 SHIPPED = {"mt-bench": "mt_bench_question.jsonl"}  # name -> file in spectui/data/prompts

@@ -15,8 +15,8 @@ repeats: 3                # runs per profile (and per concurrency), same prompts
 seed: 1
 ```
 
-Shipped presets live in the ``presets/`` folder next to the package (or
-``<prefix>/share/spectui/presets`` when installed); ``$SPECTUI_PRESETS_PATH`` replaces them; the
+Shipped presets are package data (``spectui/data/presets``, read with ``importlib.resources``
+wherever spectui is installed); ``$SPECTUI_PRESETS_PATH`` replaces them; the
 user's own go in ``<config>/presets/`` and override shipped ones of the same name. Mistakes
 are ``PresetError``s naming ``FILE:LINE:COL`` and what to write instead.
 """
@@ -24,14 +24,12 @@ are ``PresetError``s naming ``FILE:LINE:COL`` and what to write instead.
 from __future__ import annotations
 
 import os
-import sys
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-import spectui
 from spectui.core.bench.datasets import DATASETS, FILE_FORMATS, needs_path
-from spectui.core.paths import user_config_dir
+from spectui.core.paths import path_list, shipped_data_dir, user_config_dir
 from spectui.core.profiles.errors import ProfileError, close_matches, did_you_mean
 from spectui.core.profiles.yamlsource import YamlDocument, load_yaml, parse_yaml
 
@@ -214,12 +212,9 @@ def preset_from_text(text: str, path: str = "<preset>") -> Preset:
 def shipped_preset_dirs() -> list[Path]:
     value = os.environ.get(PRESETS_PATH_ENV)
     if value:
-        return [Path(p).expanduser() for p in value.split(os.pathsep) if p]
-    package = Path(spectui.__file__).resolve().parent
-    for candidate in (package / "presets", package.parent / "presets", Path(sys.prefix) / "share" / "spectui" / "presets"):
-        if candidate.is_dir():
-            return [candidate]
-    return []
+        return path_list(value)
+    folder = shipped_data_dir("presets")
+    return [folder] if folder.is_dir() else []
 
 
 def user_preset_dir() -> Path:

@@ -9,6 +9,7 @@ measured, with its provenance; ``stats`` is computed from the records (``stats.r
 from __future__ import annotations
 
 import asyncio
+import logging
 import time
 from collections.abc import Awaitable, Callable
 from dataclasses import asdict, dataclass, field
@@ -22,6 +23,8 @@ from spectui.core.errors import AgentCallError, Disconnected
 from spectui.core.profiles.secret_flags import redact_argv, redact_profile_dict
 from spectui.core.rpc import Event
 from spectui.core.session import Session
+
+log = logging.getLogger(__name__)
 
 FINAL_STATES = ("done", "failed", "interrupted")
 BENCH_BUSY = "bench_busy"  # the agent's error code: the server is being benchmarked by another live run
@@ -338,8 +341,8 @@ async def pause_demo_traffic(session: Session) -> Callable[[], Awaitable[None]]:
     async def restore() -> None:
         try:
             await session.client.call("traffic.start", {"concurrency": concurrency}, timeout=10)
-        except (AgentCallError, Disconnected):
-            pass
+        except (AgentCallError, Disconnected) as exc:
+            log.info("the demo's background traffic was not restarted: %s", exc)
     return restore
 
 
@@ -365,10 +368,13 @@ class RunHandle:
             self.session = session
         await self.collector.wait(self.session, poll_s=poll_s)
         await self._restore()
-        return self.result()
+        result = self.result()
+        log.info("benchmark run %s ended: %s", self.run_id, result.state)
+        return result
 
     async def cancel(self) -> RunResult:
         """Stop the run on the host; what it measured so far comes back marked interrupted."""
+        log.info("cancelling benchmark run %s", self.run_id)
         await BenchClient(self.session).cancel(self.run_id)
         await self.collector.wait(self.session, poll_s=0.2)
         await self._restore()
@@ -415,6 +421,8 @@ async def start_run(session: Session, preset: Preset, *, server: str, concurrenc
         raise
     ctx = {"host": host_label(session), "gpus": prov.get("gpus"), "sglang_version": prov.get("sglang_version"),
            "profile_content": profile_content, "started_at": time.time()}
+    log.info("benchmark run %s started: preset %s on %s (engine %s, concurrency %s)", started["run_id"],
+             preset.name, server, engine, concurrency if concurrency is not None else "the preset's")
     return RunHandle(session, started["run_id"], started, RunCollector(started["run_id"]), ctx, restore)
 
 

@@ -9,6 +9,8 @@ Layout (one job per module):
 - ``loader``: reading them all into a ``ProfileLibrary``, collecting every error;
 - ``model``: ``Profile``, the resolved result (with a redacted view and a content hash);
 - ``argv``: turning a profile into an argv list and an environment;
+- ``multinode``: a profile over several hosts (``nodes``): each node's argv, and what SGLang would refuse;
+- ``render``: a profile as a Slurm batch script, a Kubernetes LeaderWorkerSet or shell commands;
 - ``flags`` / ``flagcache``: checking a profile against a host's ``--help``, and caching that;
 - ``errors``: ``ProfileError``.
 """

@@ -3,8 +3,8 @@
 Two layers, later overriding earlier by profile name:
 
 1. shipped profiles: the folders in ``$SPECTUI_PROFILES_PATH`` (``os.pathsep``-separated) when it
-   is set, otherwise the ``profiles/`` folder shipped with spectui (next to the package in a source
-   checkout, or under ``<prefix>/share/spectui/profiles`` when installed as data files);
+   is set, otherwise the profiles shipped inside the package (``spectui/data/profiles``, read with
+   ``importlib.resources`` wherever spectui is installed);
 2. the user's profiles: ``profiles/`` in the config folder (``spectui.core.paths.user_config_dir``:
    ``SPECTUI_CONFIG_DIR``, else ``$XDG_CONFIG_HOME/spectui``, else ``~/.config/spectui`` on Linux).
 """
@@ -12,12 +12,10 @@ Two layers, later overriding earlier by profile name:
 from __future__ import annotations
 
 import os
-import sys
 from dataclasses import dataclass
 from pathlib import Path
 
-import spectui
-from spectui.core.paths import user_config_dir
+from spectui.core.paths import path_list, shipped_data_dir, user_config_dir
 
 PROFILES_PATH_ENV = "SPECTUI_PROFILES_PATH"
 PROFILE_SUFFIXES = (".yaml", ".yml")
@@ -41,17 +39,9 @@ def shipped_profile_dirs() -> list[Path]:
     """The folders holding shipped profiles (see the module docstring)."""
     value = os.environ.get(PROFILES_PATH_ENV)
     if value:
-        return [Path(p).expanduser() for p in value.split(os.pathsep) if p]
-    package = Path(spectui.__file__).resolve().parent
-    candidates = [
-        package / "profiles",
-        package.parent / "profiles",
-        Path(sys.prefix) / "share" / "spectui" / "profiles",
-    ]
-    for candidate in candidates:
-        if candidate.is_dir():
-            return [candidate]
-    return []
+        return path_list(value)
+    folder = shipped_data_dir("profiles")
+    return [folder] if folder.is_dir() else []
 
 
 def user_profile_dir() -> Path:

@@ -3,27 +3,55 @@
 Running ``--help`` or SGLang's parser on a host costs seconds (SGLang's imports are heavy), and
 a host's flags change only when its SGLang does, so the parsed set, and the parser's verdict on
 each command line already checked, are stored as JSON under
-``platformdirs.user_cache_dir("spectui")/flags/`` (or the folder given).
+``spectui.core.paths.flag_cache_dir()`` (``<user cache>/spectui/flags/``, or the folder given).
+
+The simulated SGLang has no release number that moves with its flags: its entries are keyed by a
+digest of the files that define them (:func:`simulator_flags_key`), so a changed simulator gets a
+new entry instead of an old list.
 """
 
 from __future__ import annotations
 
 import hashlib
+import importlib.util
 import json
 import os
 import re
 import tempfile
 from pathlib import Path
 
-import platformdirs
-
+from spectui.core.paths import flag_cache_dir
 from spectui.core.profiles.flags import FlagSet
 
 _FORMAT = 2
 
 
 def default_flag_cache_dir() -> Path:
-    return Path(platformdirs.user_cache_dir("spectui")) / "flags"
+    return flag_cache_dir()
+
+
+def _simulator_root() -> Path | None:
+    """The simulator package's folder, found without importing it (the client only runs it)."""
+    spec = importlib.util.find_spec("spectui.sim")
+    locations = list(spec.submodule_search_locations or []) if spec else []
+    return Path(locations[0]) if locations else None
+
+
+def simulator_flags_key(python: str, root: str | os.PathLike | None = None) -> str:
+    """The cache key of the simulated SGLang run by ``python``: a digest of the files that define its
+    flags (``server/*.py`` and the recorded tables ``data/sglang_flags_*.json`` under ``root``, the
+    simulator's package folder of this installation by default, which the demo host runs)."""
+    folder = Path(root) if root is not None else _simulator_root()
+    digest = hashlib.sha256()
+    files = sorted([*folder.glob("server/*.py"), *folder.glob("data/sglang_flags_*.json")]) if folder else []
+    for path in files:
+        try:
+            data = path.read_bytes()
+        except OSError:
+            continue
+        digest.update(f"{path.relative_to(folder).as_posix()}\0{len(data)}\0".encode())
+        digest.update(data)
+    return f"spectui-sim-{digest.hexdigest()[:16]}@{python}"
 
 
 def _slug(text: str) -> str:

@@ -12,7 +12,7 @@ Flag names are matched as SGLang's argparse matches them (``allow_abbrev``, the 
 option string, else the one option it is a prefix of (``--tp`` for ``--tp-size``); a prefix of
 several options is refused as ambiguous. ``notes_against`` reports what is accepted but worth a
 word: abbreviations and flags whose help says they are deprecated. This text check is the
-fallback; the host's own parser (``spectui.agent.sglang_argparse``) is the authority.
+fallback; the host's own parser (``spectui.agent.servers.sglang_argparse``) is the authority.
 """
 
 from __future__ import annotations

@@ -3,7 +3,8 @@
 Shared by ``spectui profiles import`` and the console's import of a running server (``I``): abbreviated
 flags (``--tp``) are resolved against the flags of the launcher on the host: the simulator's on a
 simulated host, else SGLang's for the given interpreter (a running server's own, else the target's).
-The ``--help`` text is read once per release and cached (:class:`FlagCache`).
+The ``--help`` text is read once per release (the simulator's: once per content) and cached
+(:class:`FlagCache`).
 """
 
 from __future__ import annotations
@@ -12,13 +13,13 @@ import tempfile
 from pathlib import Path
 
 from spectui.core.errors import SpectuiError
+from spectui.core.profiles.argv import SIM_LAUNCHER
 from spectui.core.profiles.errors import ProfileError
-from spectui.core.profiles.flagcache import FlagCache
+from spectui.core.profiles.flagcache import FlagCache, simulator_flags_key
 from spectui.core.profiles.flags import FlagSet, parse_help_flags
 from spectui.core.profiles.importer import ImportedProfile
 from spectui.core.profiles.loader import load_profile
 
-SIM_LAUNCHER = ["-m", "spectui.sim.server"]
 SGLANG_LAUNCHER = ["-m", "sglang.launch_server"]
 HELP_TIMEOUT_S = 240  # a real SGLang's --help imports torch
 
@@ -37,7 +38,7 @@ async def session_flagset(session, cache: FlagCache | None = None, *,
     host = session.transport.destination
     if session.target.simulated:
         python, launcher = session.hello.get("python"), SIM_LAUNCHER
-        version, label = "spectui-sim", f"the simulated SGLang on {host}"
+        version, label = simulator_flags_key(str(python)), f"the simulated SGLang on {host}"
     else:
         python, launcher = python or session.target.python or "python3", SGLANG_LAUNCHER
         info = await session.client.call("python.sglang", {"python": python}, timeout=60)

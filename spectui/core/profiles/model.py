@@ -21,6 +21,34 @@ DEFAULT_PORT = 30000
 
 
 @dataclass(frozen=True)
+class Node:
+    """One host of a multi-node profile (``nodes:``); the first is rank 0."""
+
+    #: How spectui reaches it over SSH: ``[user@]host``.
+    host: str
+    #: The address the other nodes reach it on, when not the SSH host name (a cluster network).
+    address: str | None = None
+    #: The SSH port, when not the default.
+    ssh_port: int | None = None
+
+    @property
+    def dist_address(self) -> str:
+        """The address the other nodes use for this one: ``address``, else the SSH host name."""
+        if self.address:
+            return self.address
+        host = self.host.rpartition("@")[2]
+        return host[1:-1] if host.startswith("[") and host.endswith("]") else host
+
+    def to_dict(self) -> dict[str, Any]:
+        out: dict[str, Any] = {"host": self.host}
+        if self.address is not None:
+            out["address"] = self.address
+        if self.ssh_port is not None:
+            out["ssh_port"] = self.ssh_port
+        return out
+
+
+@dataclass(frozen=True)
 class Location:
     """Where a value was written: file, 1-based line and column."""
 
@@ -49,6 +77,10 @@ class Profile:
     sim: dict[str, Any] = field(default_factory=dict)
     tags: tuple[str, ...] = ()
     metrics: bool = True
+    #: The hosts of a multi-node server, rank 0 first; empty for a single-host profile.
+    nodes: tuple[Node, ...] = ()
+    #: The port on rank 0's node where the nodes meet (``--dist-init-addr``); None: the default.
+    dist_init_port: int | None = None
     extends: str | None = None
     #: The file this profile was defined in.
     source: str | None = None
@@ -59,8 +91,10 @@ class Profile:
 
     # -- identity --------------------------------------------------------------------------
     def launch_spec(self) -> dict[str, Any]:
-        """Everything that decides what server runs; the input of ``content_hash``."""
-        return {
+        """Everything that decides what server runs; the input of ``content_hash``.
+
+        The multi-node fields appear only when set, so a single-host profile keeps its hash."""
+        spec = {
             "name": self.name,
             "model": self.model,
             "python": self.python,
@@ -73,6 +107,16 @@ class Profile:
             "sim": dict(self.sim),
             "metrics": self.metrics,
         }
+        spec.update(self._multinode_fields())
+        return spec
+
+    def _multinode_fields(self) -> dict[str, Any]:
+        out: dict[str, Any] = {}
+        if self.nodes:
+            out["nodes"] = [node.to_dict() for node in self.nodes]
+        if self.dist_init_port is not None:
+            out["dist_init_port"] = self.dist_init_port
+        return out
 
     @property
     def content_hash(self) -> str:
@@ -124,7 +168,7 @@ class Profile:
 
     def redacted(self) -> dict[str, Any]:
         """A plain dict for display, with every ``env`` value and secret ``args`` value replaced by ``<redacted>``."""
-        return {
+        shown = {
             "name": self.name,
             "description": self.description,
             "model": self.model,
@@ -142,6 +186,8 @@ class Profile:
             "source": self.source,
             "content_hash": self.content_hash,
         }
+        shown.update(self._multinode_fields())
+        return shown
 
     to_dict = redacted
 

@@ -3,7 +3,8 @@
 Top-level fields of the child replace the parent's; the maps ``env``, ``args`` and ``sim`` are
 merged key by key. In the result, an ``args`` flag set to ``false`` or null is dropped (so a child
 can remove an inherited flag), as are ``env`` and ``sim`` entries set to null. Unknown parents and
-cycles are reported with the chain, located at the ``extends`` line that causes them.
+cycles are reported with the chain, located at the ``extends`` line that causes them. A resolved
+multi-node profile is then held to ``multinode.check_multinode`` (its nodes and parallel sizes).
 """
 
 from __future__ import annotations
@@ -19,7 +20,8 @@ from spectui.core.profiles.model import (
     Location,
     Profile,
 )
-from spectui.core.profiles.schema import MAP_FIELDS, parse_gpus, split_launcher
+from spectui.core.profiles.multinode import check_multinode
+from spectui.core.profiles.schema import MAP_FIELDS, parse_gpus, parse_nodes, split_launcher
 from spectui.core.profiles.yamlsource import YamlDocument
 
 
@@ -144,6 +146,7 @@ def build_profile(name: str, raw: RawProfile, data: dict[str, Any], origins: dic
     launcher = split_launcher(data["launcher"]) if data.get("launcher") is not None else None
     port = data.get("port")
     metrics = data.get("metrics")
+    dist_port = data.get("dist-init-port")
     return Profile(
         name=name,
         model=model,
@@ -158,6 +161,8 @@ def build_profile(name: str, raw: RawProfile, data: dict[str, Any], origins: dic
         sim=sim,
         tags=tuple(data.get("tags") or ()),
         metrics=True if metrics is None else bool(metrics),
+        nodes=parse_nodes(data.get("nodes")),
+        dist_init_port=dist_port if isinstance(dist_port, int) else None,
         extends=raw.parent,
         source=raw.path,
         chain=chain,
@@ -176,7 +181,13 @@ def resolve_profiles(raws: dict[str, RawProfile]) -> tuple[dict[str, Profile], l
             continue
         data, origins, chain = merged
         try:
-            profiles[name] = build_profile(name, raws[name], data, origins, chain)
+            profile = build_profile(name, raws[name], data, origins, chain)
         except ProfileError as exc:
             errors.append(exc)
+            continue
+        multinode_errors = check_multinode(profile)
+        if multinode_errors:
+            errors.extend(multinode_errors)
+        else:
+            profiles[name] = profile
     return profiles, resolver.errors + errors

@@ -7,11 +7,13 @@ close spelling or a likely intended form exists. Messages never quote ``env`` va
 
 from __future__ import annotations
 
+import ipaddress
 import re
 import shlex
 from typing import Any
 
 from spectui.core.profiles.errors import ProfileError, close_matches, did_you_mean
+from spectui.core.profiles.model import Node
 from spectui.core.profiles.yamlsource import YamlDocument
 
 #: Every field a profile file may set, with a short description (used in messages and docs).
@@ -30,6 +32,15 @@ FIELDS: dict[str, str] = {
     "sim": "knobs for the simulated host (its --sim-* flags without the prefix)",
     "tags": "a list of words for filtering",
     "metrics": "add --enable-metrics (default true)",
+    "nodes": "the hosts of a multi-node server, rank 0 first: [user@]host, or {host, address, ssh-port}",
+    "dist-init-port": "the port on the first node where the nodes meet (--dist-init-addr); default 20000",
+}
+
+#: The keys a ``nodes`` entry written as a map may have.
+NODE_FIELDS: dict[str, str] = {
+    "host": "how spectui reaches the node over SSH: [user@]host",
+    "address": "the address the other nodes reach it on, when not the SSH host name",
+    "ssh-port": "the SSH port, when not 22",
 }
 
 #: Fields whose maps are merged key by key with the parent's under ``extends``.
@@ -49,6 +60,9 @@ ENV_NAME_RE = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
 FLAG_KEY_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]*$")
 GPU_ID_RE = re.compile(r"^(\d+|(GPU|MIG)-[A-Za-z0-9/-]+)$")
 GPU_RANGE_RE = re.compile(r"^(\d+)-(\d+)$")
+#: An SSH destination ``[user@]host`` (no options, no spaces, no port: ``ssh-port`` holds that).
+DESTINATION_RE = re.compile(r"^(?:[A-Za-z0-9._][A-Za-z0-9._-]*@)?(?:[A-Za-z0-9][A-Za-z0-9._-]*|\[[0-9A-Fa-f:.]+\])$")
+HOSTNAME_RE = re.compile(r"^[A-Za-z0-9](?:[A-Za-z0-9._-]*[A-Za-z0-9])?$")
 
 
 def type_name(value: Any) -> str:
@@ -172,7 +186,7 @@ class _Checker:
             if key not in FIELDS:
                 self.unknown_field(key)
                 continue
-            getattr(self, "check_" + key)((key,), value)
+            getattr(self, "check_" + key.replace("-", "_"))((key,), value)
 
     def unknown_field(self, key: str) -> None:
         matches = close_matches(key, FIELDS)
@@ -243,16 +257,17 @@ class _Checker:
     def check_port(self, fpath: tuple, value: Any) -> None:
         if value is None or (isinstance(value, int) and not isinstance(value, bool) and 1 <= value <= 65535):
             return
+        name = fpath[-1]
         if isinstance(value, int) and not isinstance(value, bool):
-            self.error(fpath, f"field 'port' must be between 1 and 65535, not {value}")
+            self.error(fpath, f"field '{name}' must be between 1 and 65535, not {value}")
         elif isinstance(value, str) and value.strip().isdigit():
             self.error(
                 fpath,
-                f"field 'port' must be a number, not a string; did you mean {value.strip()} (without quotes)?",
+                f"field '{name}' must be a number, not a string; did you mean {value.strip()} (without quotes)?",
                 suggestions=[value.strip()],
             )
         else:
-            self.error(fpath, f"field 'port' must be a number between 1 and 65535, not {type_name(value)}")
+            self.error(fpath, f"field '{name}' must be a number between 1 and 65535, not {type_name(value)}")
 
     def check_metrics(self, fpath: tuple, value: Any) -> None:
         if value is None or isinstance(value, bool):
@@ -298,6 +313,86 @@ class _Checker:
         for i, tag in enumerate(value):
             if not isinstance(tag, str) or not tag.strip():
                 self.error(fpath + (i,), f"each tag must be a word, not {type_name(tag)}")
+
+    # -- multi-node ------------------------------------------------------------------------
+    def check_dist_init_port(self, fpath: tuple, value: Any) -> None:
+        self.check_port(fpath, value)
+
+    def check_nodes(self, fpath: tuple, value: Any) -> None:
+        if value is None:
+            return
+        if isinstance(value, str):
+            self.error(fpath, f"field 'nodes' must be a list of hosts, rank 0 first; did you mean 'nodes: [{value}, ...]'?")
+            return
+        if not isinstance(value, list):
+            self.error(fpath, f"field 'nodes' must be a list of hosts, rank 0 first, not {type_name(value)}")
+            return
+        if len(value) < 2:
+            self.error(fpath, "field 'nodes' names the hosts of a multi-node server and needs at least two; "
+                       "for one host, leave 'nodes' out")
+            return
+        seen: dict[str, int] = {}
+        for i, entry in enumerate(value):
+            host = self._node(fpath + (i,), entry)
+            if host is None:
+                continue
+            if host in seen:
+                self.error(fpath + (i,), f"node '{host}' is listed twice (entries {seen[host] + 1} and {i + 1}); "
+                           "each node runs one rank")
+            else:
+                seen[host] = i
+
+    def _node(self, npath: tuple, entry: Any) -> str | None:
+        """Check one ``nodes`` entry; its SSH host when valid."""
+        if isinstance(entry, str):
+            return entry if self._destination(npath, entry) else None
+        if not isinstance(entry, dict):
+            self.error(npath, f"each node must be a host name or a map with 'host', not {type_name(entry)}")
+            return None
+        for key in entry:
+            if key not in NODE_FIELDS:
+                matches = close_matches(str(key), NODE_FIELDS)
+                self.error(npath + (key,), f"unknown node field '{key}'" + (did_you_mean(matches) if matches else
+                           f"; a node may set {', '.join(NODE_FIELDS)}"), key=True, suggestions=matches)
+        ok = True
+        if "address" in entry:
+            ok = self._address(npath + ("address",), entry["address"]) and ok
+        if "ssh-port" in entry:
+            before = len(self.errors)
+            self.check_port(npath + ("ssh-port",), entry["ssh-port"])
+            ok = ok and len(self.errors) == before
+        if "host" not in entry:
+            self.error(npath, "a node written as a map needs 'host' ([user@]host, how spectui reaches it over SSH)")
+            return None
+        host = entry["host"]
+        if not isinstance(host, str) or not self._destination(npath + ("host",), host):
+            if not isinstance(host, str):
+                self.error(npath + ("host",), f"a node's 'host' must be a string, not {type_name(host)}")
+            return None
+        return host if ok else None
+
+    def _destination(self, npath: tuple, text: str) -> bool:
+        if DESTINATION_RE.match(text):
+            return True
+        if ":" in text and not text.endswith("]") and DESTINATION_RE.match(text.rsplit(":", 1)[0]):
+            self.error(npath, f"node '{text}' has a port; write the SSH port as 'ssh-port' in a map "
+                       "({host: ..., ssh-port: ...}) and the meeting port as 'dist-init-port'")
+        else:
+            self.error(npath, f"node '{text}' is not an SSH destination; write it as host or user@host")
+        return False
+
+    def _address(self, apath: tuple, value: Any) -> bool:
+        if isinstance(value, str) and (HOSTNAME_RE.match(value) or _is_ip(value)):
+            return True
+        if isinstance(value, str) and ":" in value and (HOSTNAME_RE.match(value.rsplit(":", 1)[0])
+                                                        or _is_ip(value.rsplit(":", 1)[0])):
+            self.error(apath, f"node address '{value}' has a port; give the address alone and the port "
+                       "as the profile's 'dist-init-port'")
+        elif isinstance(value, str):
+            self.error(apath, f"node address '{value}' is not a host name or an IP address")
+        else:
+            self.error(apath, f"a node's 'address' must be a host name or IP address, not {type_name(value)}")
+        return False
 
     # -- maps ------------------------------------------------------------------------------
     def _map(self, fpath: tuple, value: Any) -> bool:
@@ -401,6 +496,25 @@ class _Checker:
                            key=True, suggestions=[dashed])
                 continue
             self._flag_value(kpath, key, val)
+
+
+def _is_ip(text: str) -> bool:
+    try:
+        ipaddress.ip_address(text)
+    except ValueError:
+        return False
+    return True
+
+
+def parse_nodes(value: Any) -> tuple[Node, ...]:
+    """The ``Node`` entries of a schema-valid ``nodes`` value (none for null)."""
+    out: list[Node] = []
+    for entry in value or ():
+        if isinstance(entry, str):
+            out.append(Node(entry))
+        else:
+            out.append(Node(entry["host"], entry.get("address"), entry.get("ssh-port")))
+    return tuple(out)
 
 
 def _args_hint(value: Any) -> str | None:

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import asyncio
 import itertools
+import logging
 import re
 from collections.abc import Callable, Iterable
 
@@ -104,8 +105,8 @@ class SourceBrowser:
         except asyncio.CancelledError:
             try:
                 await asyncio.shield(self.client.call("source.cancel", {"search_id": search_id}, timeout=5))
-            except Exception:
-                pass
+            except Exception:  # the search is given up on either way; a host that goes on with it ends it itself
+                logging.getLogger(__name__).debug("cancelling search %s on the host failed", search_id, exc_info=True)
             raise
         finally:
             remove()

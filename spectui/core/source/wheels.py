@@ -19,8 +19,7 @@ import tempfile
 import zipfile
 from pathlib import Path, PurePosixPath
 
-import platformdirs
-
+from spectui.core import paths
 from spectui.core.source.errors import SourceFetchError, SourceOffline
 
 DEMO_VERSION = "0.5.23"
@@ -37,7 +36,7 @@ _OFFLINE_SIGNS = ("(from versions: none)", "Could not fetch URL", "NewConnection
 
 def sglang_cache_dir() -> Path:
     """Where unpacked SGLang trees live on this machine: ``<user cache>/spectui/sglang``."""
-    return Path(platformdirs.user_cache_dir("spectui")) / "sglang"
+    return paths.sglang_cache_dir()
 
 
 def wheel_cache_dir() -> Path:

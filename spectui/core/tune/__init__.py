@@ -11,7 +11,9 @@ Modules, one job each:
 - ``acceptance``: accept length from a histogram (exact for shorter chains, extrapolated beyond);
 - ``predict``: the step-time model and ``predict_table`` -> ``PredictionTable`` of ``Prediction``;
 - ``adaptive``: an ``--speculative-adaptive-config`` proposal in SGLang's own JSON shape;
-- ``variants``: ``--sweep FLAG=V1,V2`` parsing and variant profiles with SGLang's consistency rules.
+- ``variants``: ``--sweep FLAG=V1,V2`` parsing and variant profiles with SGLang's consistency rules;
+- ``sweep``: predictions of named variants, the settings worth running, predicted beside measured, the verdict;
+- ``run``: the tune loop itself (``run_tune``), which ``spectui tune`` and the console's tune screen both run.
 
 Typical use::
 
@@ -20,7 +22,7 @@ Typical use::
     table.best(1), table.cannot_win(), propose_adaptive_config(table).to_json()
     variants = build_variants(profile, parse_sweep(["num-steps=1..5"]))
 
-Everything here is pure: frozen dataclasses in, frozen dataclasses out, no I/O.
+Everything here but ``run`` is pure: frozen dataclasses in, frozen dataclasses out, no I/O.
 """
 
 from spectui.core.tune.acceptance import accept_length, extrapolated_accept_length, needed_rate, survival

@@ -21,6 +21,7 @@ Pure functions over plain dicts (history runs, comparison dicts) and the predict
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -39,7 +40,8 @@ def baseline_for(profile: Profile, lookup: Callable[[str], Profile]) -> str | No
         try:
             if lookup(name).algorithm is None:
                 return name
-        except Exception:  # noqa: BLE001 - an ancestor that no longer loads is simply not a baseline
+        except Exception as exc:  # noqa: BLE001 - an ancestor that no longer loads is simply not a baseline
+            logging.getLogger(__name__).debug("profile %s is not a baseline for %s: %s", name, profile.name, exc)
             continue
     return None
 

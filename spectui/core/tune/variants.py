@@ -11,7 +11,7 @@ API (pure functions, frozen dataclasses, no I/O):
   in the order given), each a ``Profile`` derived from ``base`` (``extends`` = the base) with the
   flags set, a display name ``kimi-ngram[num-draft-tokens=3]`` and a server-safe name
   ``kimi-ngram.ndt3`` (profile and server names allow only letters, digits, ``.``, ``_``, ``-``:
-  ``spectui/core/profiles/schema.py`` ``NAME_RE``, ``spectui/agent/server_records.py`` ``NAME_RE``),
+  ``spectui/core/profiles/schema.py`` ``NAME_RE``, ``spectui/agent/servers/records.py`` ``NAME_RE``),
   and ``problems``: one sentence for each change SGLang would refuse or silently make.
 * ``make_variant(base, changes)``: one such variant for explicit ``(flag, value)`` changes;
 * ``sglang_adjustments(args)``: those sentences for any ``args`` map (SGLang 0.5.23 rules).
@@ -52,7 +52,7 @@ SHORT_NAMES = {
     "ngram-max-match-window-size": "maxwin", "ngram-branch-length": "branch",
     "accept-threshold-single": "ats", "accept-threshold-acc": "ata", "algorithm": "algo",
 }
-SERVER_NAME_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,199}\Z")  # spectui/agent/server_records.py
+SERVER_NAME_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,199}\Z")  # spectui/agent/servers/records.py
 MAX_VARIANTS = 64
 #: SGLang 0.5.23's DEFAULT_ADAPTIVE_CONFIG steps, all slots together (adaptive_spec_params.py:28-53)
 DEFAULT_ADAPTIVE_STEPS = (0, 1, 3, 5, 7)

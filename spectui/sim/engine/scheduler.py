@@ -28,6 +28,7 @@ import traceback
 from dataclasses import dataclass
 from typing import Callable, Deque, List, Optional, Tuple
 
+from spectui.sim.engine.adaptive import AdaptiveSteps
 from spectui.sim.engine.prefix_cache import PrefixCache
 from spectui.sim.engine.request import Request
 from spectui.sim.engine.speculation import EAGLE_FAMILY, SpecConfig, make_speculator
@@ -152,6 +153,10 @@ class Scheduler:
         self.fmt = fmt
         self.metrics = metrics
         self.speculator = make_speculator(model, spec)
+        self.launch_draft_tokens = spec.num_draft_tokens
+        # --speculative-adaptive: the active step count follows the accepted drafts (engine.adaptive)
+        self.adaptive = AdaptiveSteps(spec.num_steps, spec.adaptive_slots, log.rank0) \
+            if spec.adaptive_slots and hasattr(self.speculator, "set_steps") else None
         self.prefix_cache = PrefixCache(enabled=config.enable_prefix_cache)
         self.waiting: Deque[Request] = collections.deque()
         self.running: List[Request] = []
@@ -368,7 +373,12 @@ class Scheduler:
         batch = [r for r in self.running if not r.aborted]
         aborted = [r for r in self.running if r.aborted]
         spec = self.spec
+        adaptive = self.adaptive
+        if adaptive is not None and batch:
+            adaptive.before_batch(len(batch))
+            self.speculator.set_steps(adaptive.steps)
         generated = accept = correct_sum = 0
+        corrects = []
         for req, (out, correct) in zip(batch, self.speculator.step_batch(batch)):
             n = len(out)
             generated += n
@@ -376,8 +386,14 @@ class Scheduler:
                 req.record_verify(correct)
                 accept += n
                 correct_sum += correct
+                corrects.append(correct)
         bs = len(batch)
-        dur_ms = self.cost.step_ms(spec.algorithm, bs, spec.num_steps, spec.eagle_topk, spec.num_draft_tokens)
+        # adaptive speculation at 0 steps drafts nothing: a plain forward
+        algorithm = "NONE" if adaptive is not None and spec.num_steps == 0 else spec.algorithm
+        dur_ms = self.cost.step_ms(algorithm, bs, spec.num_steps, spec.eagle_topk, spec.num_draft_tokens)
+        if adaptive is not None and corrects:
+            adaptive.after_verify(corrects, bs)
+            self.speculator.set_steps(adaptive.steps)
 
         def finish():
             t = time.monotonic()
@@ -423,7 +439,9 @@ class Scheduler:
         accept_len = accept_rate = 0.0
         if spec.enabled and self._win_forward > 0:
             accept_len = self._win_accept / self._win_forward
-            accept_rate = self.fmt.accept_rate(self._win_accept, self._win_correct, self._win_forward, spec.num_draft_tokens)
+            # the launch value, as SGLang's log does (get_spec(), metrics_reporter.py:974-977), not the active width
+            accept_rate = self.fmt.accept_rate(self._win_accept, self._win_correct, self._win_forward,
+                                               self.launch_draft_tokens)
         self._win_accept = self._win_correct = self._win_forward = 0
         num_token = self.num_used_tokens
         usage = num_token / max(1, self.config.max_total_num_tokens)

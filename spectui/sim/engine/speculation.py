@@ -34,6 +34,7 @@ class SpecConfig:
     ngram_min_match_window: int = 1
     ngram_max_match_window: int = 0  # 0: the trie depth
     era: str = "0.5.23"  # the release whose NGRAM matching rules apply (see ngram.NgramCache)
+    adaptive_slots: Optional[dict] = None  # --speculative-adaptive: the config's slots (engine.adaptive)
 
     @property
     def enabled(self) -> bool:
@@ -120,16 +121,26 @@ class NgramSpeculator(Speculator):
 class DrafterSpeculator(Speculator):
     def __init__(self, model: TargetModel, config: SpecConfig):
         super().__init__(model, config)
-        self.drafter = Drafter(
-            model,
-            num_steps=config.num_steps,
-            topk=config.eagle_topk,
-            num_draft_tokens=config.num_draft_tokens,
-            agreement=config.agreement,
-            decay=config.decay,
-        )
+        self.drafters = {}
+        self.drafter = self._drafter(config.num_steps, config.num_draft_tokens)
+
+    def _drafter(self, num_steps: int, num_draft_tokens: int) -> Drafter:
+        key = (num_steps, num_draft_tokens)
+        if key not in self.drafters:
+            self.drafters[key] = Drafter(self.model, num_steps=num_steps, topk=self.config.eagle_topk,
+                                         num_draft_tokens=num_draft_tokens, agreement=self.config.agreement,
+                                         decay=self.config.decay)
+        return self.drafters[key]
+
+    def set_steps(self, num_steps: int) -> None:
+        """Adaptive speculation switched to a chain of ``num_steps`` (0: no drafting)."""
+        self.config.num_steps, self.config.num_draft_tokens = num_steps, num_steps + 1
+        if num_steps > 0:
+            self.drafter = self._drafter(num_steps, num_steps + 1)
 
     def step(self, req: Request) -> Tuple[list, int]:
+        if self.config.num_steps == 0:  # adaptive speculation at 0 steps: the target's token alone
+            return req.commit(1, self.model.vocab), 0
         last = req.output_ids[-1] if req.output_ids else (req.prompt_ids[-1] if req.prompt_ids else 0)
         tree = self.drafter.draft(last, req.peek, req.ctx.seed, len(req.output_ids))
         correct = verify_tree(tree, req.peek)

@@ -198,8 +198,8 @@ class SimServer:
         self.ranks = RankGroup(self.state_dir, gpus, orphan_timeout=args.sim_orphan_timeout)
         self.ranks.start()
         publisher = asyncio.create_task(self._publish_loop())
-        startup = Startup(cfg, log, self.ranks, total_mib, args.sim_load_time, fail_oom=(args.sim_fail_load == "oom"),
-                          other_mib=other_mib)
+        startup = Startup(cfg, log, self.ranks, total_mib, args.sim_load_time * args.sim_time_scale,
+                          fail_oom=(args.sim_fail_load == "oom"), other_mib=other_mib)
         self.plan = startup.plan
         load = asyncio.create_task(startup.run())
         stop_wait = asyncio.create_task(self._stop.wait())

@@ -18,6 +18,7 @@ from typing import Any, Dict, List, Optional, Sequence
 from spectui.sim.hardware import DEFAULT_PRESET, PRESETS
 from spectui.sim.logfmt import DEFAULT_ERA, ERAS, VERSIONS
 from spectui.sim.server.flag_table import add_release_flags
+from spectui.sim.timescale import TimeScaleError, time_scale
 
 PROG = "launch_server.py"
 
@@ -72,7 +73,7 @@ def build_parser(era: str = DEFAULT_ERA) -> argparse.ArgumentParser:
     s = p.add_argument_group("simulator", "Knobs of spectui's simulated host (not SGLang flags).")
     s.add_argument("--sim-state", default=None, metavar="DIR",
                    help="Host state folder holding the virtual GPUs (default: $SPECTUI_STATE_DIR, else ~/.cache/spectui).")
-    s.add_argument("--sim-load-time", type=float, default=4.0, metavar="S", help="Seconds from launch to ready (default 4).")
+    s.add_argument("--sim-load-time", type=float, default=4.0, metavar="S", help="Seconds from launch to ready (default 4), times $SPECTUI_SIM_TIME_SCALE if set.")
     s.add_argument("--sim-hardware", default=DEFAULT_PRESET, choices=sorted(PRESETS),
                    help="Hardware cost model preset (default %s)." % DEFAULT_PRESET)
     s.add_argument("--sim-log-format", default=DEFAULT_ERA, choices=list(ERAS),
@@ -126,8 +127,13 @@ def parse_args(argv: Optional[List[str]] = None) -> argparse.Namespace:
 
     argv = list(sys.argv[1:] if argv is None else argv)
     era = _era_of(argv)
-    ns = build_parser(era).parse_args(argv)
+    parser = build_parser(era)
+    ns = parser.parse_args(argv)
     ns.sim_log_format = era
+    try:
+        ns.sim_time_scale = time_scale()
+    except TimeScaleError as exc:
+        parser.error(str(exc))
     if ns.sim_state is None:
         ns.sim_state = default_state_dir()
     return as_server_args(ns)

@@ -94,6 +94,8 @@ class ServerConfig:
             speculative_num_draft_tokens=sp.num_draft_tokens,
             random_seed=self.args.random_seed if self.args.random_seed is not None else self.args.sim_seed,
         )
+        if "speculative_adaptive" in a:  # 0.5.23: False once SGLang turned it off (speculative_args)
+            out["speculative_adaptive"] = sp.adaptive
         if "speculative_draft_model_revision" not in filled:
             out["speculative_draft_model_revision"] = sp.draft_model_revision
         if "cuda_graph_max_bs" not in filled:
@@ -128,6 +130,7 @@ def resolve(ns: argparse.Namespace) -> ServerConfig:
             agreement = default_agreement(algo, ns.model_path, sp.draft_model_path)
         spec.num_steps, spec.eagle_topk, spec.num_draft_tokens = steps, topk, ntok
         spec.agreement, spec.decay = agreement, ns.sim_draft_decay
+        spec.adaptive_slots = sp.adaptive_slots
         draft_gb = weights * (0.10 if algo == "STANDALONE" else 0.015)
     elif algo == "NGRAM":
         spec.ngram_min_bfs_breadth = ns.speculative_ngram_min_bfs_breadth

@@ -7,8 +7,11 @@ from __future__ import annotations
 
 import asyncio
 import json
+import logging
 from typing import AsyncIterator, Awaitable, Callable, Dict, Optional, Tuple
 from urllib.parse import parse_qsl, urlsplit
+
+log = logging.getLogger(__name__)
 
 MAX_HEADER_BYTES = 64 * 1024
 MAX_BODY_BYTES = 64 * 1024 * 1024
@@ -140,8 +143,8 @@ class HttpServer:
         for w in list(self._conns):
             try:
                 w.close()
-            except Exception:
-                pass
+            except (OSError, RuntimeError):  # a connection already gone, or its loop closed
+                log.debug("closing a connection failed", exc_info=True)
 
     async def _serve(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
         peer = writer.get_extra_info("peername")
@@ -178,8 +181,8 @@ class HttpServer:
             self._conns.discard(writer)
             try:
                 writer.close()
-            except Exception:
-                pass
+            except (OSError, RuntimeError):  # a connection already gone, or its loop closed
+                log.debug("closing a connection failed", exc_info=True)
 
     async def _write_simple(self, writer, status: int, obj, close: bool) -> None:
         await self._write(writer, HttpResponse.json(obj, status), not close)
@@ -219,6 +222,6 @@ class HttpServer:
             if aclose is not None:
                 try:
                     await aclose()
-                except Exception:
-                    pass
+                except Exception:  # a response stream that fails while closing: the reply was already sent
+                    log.debug("closing a response stream failed", exc_info=True)
         return True

@@ -23,6 +23,14 @@ What the server does with ``--speculative-*`` before it starts, as the release's
     NEXTN becomes EAGLE; EAGLE and EAGLE3 only; 48 running requests; DeepseekV3 uses the target
     as its draft; every architecture's auto triple is (5, 4, 8); ``page_size > 1`` forces top-k 1.
 
+Adaptive speculation (``--speculative-adaptive``, 0.5.23): sglang/srt/arg_groups/speculative_hook.py
+    261-264 runs before the algorithm's handler: ``_maybe_disable_adaptive`` (1374-1389) turns it
+    off with a warning unless the algorithm is EAGLE or EAGLE3 with top-k 1
+    (``adaptive_unsupported_reason``, sglang/srt/speculative/adaptive_spec_params.py:56-100);
+    ``_init_adaptive_speculative_params`` (1392-1427) sets top-k 1, the middle candidate as
+    ``num_steps`` when unset, refuses a ``num_steps`` that is no candidate, and verifies
+    ``num_steps + 1`` tokens.
+
 DFLASH, DSPARK and UNO have handlers of their own in 0.5.23; the simulator drafts for them as for
 EAGLE and resolves them by the EAGLE rules. A drafter algorithm without a draft model (where the
 architecture does not supply one) is refused here with one sentence; SGLang fails later, loading it.
@@ -32,7 +40,9 @@ from __future__ import annotations
 
 import argparse
 from dataclasses import dataclass, field
-from typing import List, Optional, Tuple
+from typing import Dict, List, Optional, Tuple
+
+from spectui.sim.engine.adaptive import candidate_steps, load_config
 
 MAX_RUNNING_WARNING = ("Max running requests is reset to 48 for speculative decoding. "
                        "You can override this by explicitly setting --max-running-requests.")
@@ -73,6 +83,8 @@ class ResolvedSpeculative:
     num_draft_tokens: Optional[int] = None
     max_running_requests: Optional[int] = None
     warnings: List[str] = field(default_factory=list)
+    adaptive: bool = False
+    adaptive_slots: Optional[Dict[int, dict]] = None  # the adaptive config's slots by batch size
 
 
 def auto_params(era: str, algorithm: str, arch: str) -> Tuple[int, int, int]:
@@ -111,6 +123,8 @@ def resolve_speculative(ns: argparse.Namespace, era: str, arch: str) -> Resolved
     if name == "NEXTN":
         name = "EAGLE"
     out.algorithm = name
+    if getattr(ns, "speculative_adaptive", False):
+        _adaptive(ns, out)
     if name in EAGLE_HANDLED[era]:
         _eagle_family(ns, era, arch, out)
     elif name == "NGRAM":
@@ -162,3 +176,29 @@ def _ngram(ns: argparse.Namespace, era: str, out: ResolvedSpeculative) -> None:
         out.warnings.append(NGRAM_TOKENS_WARNING)
     if out.num_steps is None:
         out.num_steps = out.num_draft_tokens // out.eagle_topk
+
+
+def _adaptive(ns: argparse.Namespace, out: ResolvedSpeculative) -> None:
+    """``_maybe_disable_adaptive`` then ``_init_adaptive_speculative_params`` (see the module docstring)."""
+    reason = None
+    if out.algorithm not in ("EAGLE", "EAGLE3"):
+        reason = "speculative_algorithm=%s (only EAGLE/EAGLE3 are supported)" % out.algorithm
+    elif out.eagle_topk is not None and out.eagle_topk != 1:
+        reason = "speculative_eagle_topk=%s (only topk=1 is supported)" % out.eagle_topk
+    if reason is not None:
+        out.warnings.append("speculative_adaptive disabled: %s. Falling back to static speculative params." % reason)
+        return
+    try:
+        slots = load_config(getattr(ns, "speculative_adaptive_config", None))
+    except (OSError, ValueError) as exc:
+        raise SpeculativeArgsError(str(exc))
+    candidates = candidate_steps(slots)
+    if out.eagle_topk is None:
+        out.eagle_topk = 1
+    if out.num_steps is None:
+        out.num_steps = candidates[len(candidates) // 2]
+    if out.num_steps not in candidates:
+        raise SpeculativeArgsError("--speculative-num-steps=%s is not in the adaptive config candidate_steps %s. "
+                                   "Pass one of those values." % (out.num_steps, candidates))
+    out.num_draft_tokens = out.num_steps + 1
+    out.adaptive, out.adaptive_slots = True, slots

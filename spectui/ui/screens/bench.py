@@ -3,7 +3,9 @@
 While it runs: each profile's stage (switching, measuring, measured, failed), the run in flight
 (requests done, live tok/s and accept length, ETA) and the whole job's progress. When it ends:
 for a comparison, the table (``render_comparison`` text) and a bar chart of the speedup against
-the baseline; for a single run, its figures. ``e`` exports them as Markdown, ``c`` cancels.
+the baseline; for a single run, its figures. ``e`` exports them as Markdown, ``c`` cancels, ``T`` tunes the profile
+highlighted on the dashboard (``spectui.ui.screens.tune``). Before any benchmark it says how to
+start one.
 
 The screen reads a :class:`~spectui.ui.benchjob.BenchJob` that the app's workers feed; it asks
 the app for everything else.
@@ -29,6 +31,8 @@ from spectui.ui.draw import DEFAULT_STYLES, EIGHTHS, Styles, duration
 from spectui.ui.widgets.footer import KeyFooter
 
 BAR_WIDTH = 48
+NO_JOB = ("No benchmark yet in this session: on the dashboard b benchmarks the ready server and B compares the "
+          "marked profiles; here T tunes the profile highlighted on the dashboard.")
 STEP_MARKS = {"waiting": "○", "switching": "◌", "measuring": "◐", "measured": "●", "failed": "✗"}
 
 
@@ -145,7 +149,7 @@ class BenchScreen(Screen):
     BenchScreen #bench-results { width: auto; }
     """
 
-    def __init__(self, job: BenchJob) -> None:
+    def __init__(self, job: BenchJob | None) -> None:
         super().__init__(id="bench")
         self.job = job
         self._seen: tuple | None = None
@@ -173,7 +177,7 @@ class BenchScreen(Screen):
     def sync(self, *, force: bool = False) -> None:
         """Redraw if the job changed (or, while it runs, once a second for the clock)."""
         job = self.job
-        key = (job.version, int(job.elapsed_s()) if job.active else None)
+        key = (job.version, int(job.elapsed_s()) if job.active else None) if job is not None else None
         if not self._mounted or (not force and key == self._seen):
             return
         try:
@@ -183,6 +187,10 @@ class BenchScreen(Screen):
         except NoMatches:  # being taken down (or not built yet): the next tick redraws
             return
         self._seen = key
+        if job is None:
+            title.update("Benchmarks")
+            progress.update(Text(NO_JOB, style="dim"))
+            return
         title.update(job.title())
         progress.update(progress_text(job, self.styles_))
         if not job.active:
@@ -197,24 +205,29 @@ class BenchScreen(Screen):
 
     @property
     def progress_plain(self) -> str:
-        return progress_text(self.job).plain
+        return progress_text(self.job).plain if self.job is not None else NO_JOB
 
     @property
     def results_plain(self) -> str:
-        return plain_text(results_text(self.job))
+        return plain_text(results_text(self.job)) if self.job is not None else ""
 
     def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
         if action == "cancel_bench":
-            return self.job.active and self.job.state != "cancelling"
+            return self.job is not None and self.job.active and self.job.state != "cancelling"
         if action == "export":
-            return None if (self.job.active or not self.job.saved_id) else True
+            return None if (self.job is None or self.job.active or not self.job.saved_id) else True
         return True
 
+    def action_tune(self) -> None:
+        from spectui.ui.controllers.tune import TuneController  # it opens this screen's subclass
+
+        TuneController.of(self.app).request()
+
     def action_cancel_bench(self) -> None:
-        self.app.request_bench_cancel()
+        self.app.bench.request_cancel()
 
     def action_export(self) -> None:
-        self.app.export_bench(self.job)
+        self.app.bench.export(self.job)
 
     def action_close(self) -> None:
         self.dismiss()

@@ -1,6 +1,7 @@
 """The dashboard: header, profiles, GPUs, server, speculative, throughput and log tail.
 
-Keys come from ``spectui.ui.keys.DASHBOARD``; each action asks the app, which owns the link.
+Keys come from ``spectui.ui.keys.DASHBOARD``; each action asks the app or the controller of its feature
+(``app.servers``, ``app.bench``, ...), which talk to the link.
 """
 
 from __future__ import annotations
@@ -105,9 +106,9 @@ class DashboardScreen(Screen):
     # --- keys -------------------------------------------------------------------------------------------------
     def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
         if action == "traffic":
-            return bool(getattr(self.app, "traffic_available", False))
+            return self.app.traffic.available
         if action in ("adopt", "import_profile"):  # offered while a server spectui did not start is highlighted
-            return self.app.found_action_possible(action)
+            return self.app.servers.found_action_possible(action)
         return True
 
     def action_move(self, step: int) -> None:
@@ -116,49 +117,49 @@ class DashboardScreen(Screen):
     def action_switch(self) -> None:
         name = self.app.highlighted_name()
         if name:
-            self.app.request_switch(name)
+            self.app.servers.request_switch(name)
 
     def action_switch_number(self, number: int) -> None:
         self.app.switch_number(int(number))
 
     def action_stop(self) -> None:
-        self.app.request_stop()
+        self.app.servers.request_stop()
 
     def action_adopt(self) -> None:
-        self.app.request_adopt()
+        self.app.servers.request_adopt()
 
     def action_import_profile(self) -> None:
-        self.app.request_import()
+        self.app.servers.request_import()
 
     def action_restart(self) -> None:
-        self.app.request_restart()
+        self.app.servers.request_restart()
 
     def action_logs(self) -> None:
-        self.app.open_logs()
+        self.app.logs.open()
 
     def action_source(self) -> None:
-        self.app.open_source()
+        self.app.source.open()
 
     def action_mark(self) -> None:
-        self.app.toggle_mark()
+        self.app.bench.toggle_mark()
 
     def action_bench(self) -> None:
-        self.app.request_bench()
+        self.app.bench.request_bench()
 
     def action_compare(self) -> None:
-        self.app.request_compare()
+        self.app.bench.request_compare()
 
     def action_results(self) -> None:
-        self.app.open_bench_screen()
+        self.app.bench.open_screen()
 
     def action_probe(self) -> None:
-        self.app.request_probe()
+        self.app.probe.request_probe()
 
     def action_traffic(self) -> None:
-        self.app.toggle_traffic()
+        self.app.traffic.toggle()
 
     def action_traffic_concurrency(self) -> None:
-        self.app.cycle_traffic_concurrency()
+        self.app.traffic.cycle_concurrency()
 
     def action_rate_formula(self) -> None:
         self.app.cycle_rate_formula()
@@ -175,6 +176,12 @@ class DashboardScreen(Screen):
     def action_gpu_processes(self) -> None:
         self.app.open_gpu_processes()
 
+    def action_debug_log(self) -> None:
+        self.app.open_debug_log()
+
+    def action_alerts(self) -> None:
+        self.app.open_alerts()
+
     def action_describe(self) -> None:
         self.app.open_describe()
 
@@ -182,10 +189,10 @@ class DashboardScreen(Screen):
         self.app.toggle_pause()
 
     def action_telemetry_faster(self) -> None:
-        self.app.step_telemetry_rate(1)
+        self.app.telemetry.step(1)
 
     def action_telemetry_slower(self) -> None:
-        self.app.step_telemetry_rate(-1)
+        self.app.telemetry.step(-1)
 
     def action_filter_profiles(self) -> None:
         box = self.query_one("#profile-filter", Input)
@@ -202,10 +209,10 @@ class DashboardScreen(Screen):
         self.app.set_highlight(message.index)
 
     def on_switch_requested(self, message: SwitchRequested) -> None:
-        self.app.request_switch(message.name)
+        self.app.servers.request_switch(message.name)
 
     def on_stop_requested(self, message: StopRequested) -> None:
-        self.app.request_stop(message.name)
+        self.app.servers.request_stop(message.name)
 
     def on_input_changed(self, event: Input.Changed) -> None:
         if event.input.id == "log-filter":

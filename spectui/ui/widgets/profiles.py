@@ -5,14 +5,16 @@ from __future__ import annotations
 
 from textual import events
 
+from spectui.agent.protocol import ServerState
 from spectui.ui.draw import Row, Styles
 from spectui.ui.messages import ProfileHighlighted, SwitchRequested
 from spectui.ui.views import ProfileRow, ProfilesView
 from spectui.ui.widgets.base import LinePanel
 
 BADGES = {
-    "stopped": ("○", "dim"), "starting": ("◌", "info"), "loading": ("◐", "info"), "ready": ("●", "ok"),
-    "failed": ("✗", "bad"), "crashed": ("✗", "bad"), "unresponsive": ("!", "warn"), "stopping": ("◌", "warn"),
+    ServerState.STOPPED: ("○", "dim"), ServerState.STARTING: ("◌", "info"), ServerState.LOADING: ("◐", "info"),
+    ServerState.READY: ("●", "ok"), ServerState.FAILED: ("✗", "bad"), ServerState.CRASHED: ("✗", "bad"),
+    ServerState.UNRESPONSIVE: ("!", "warn"), ServerState.STOPPING: ("◌", "warn"),
 }
 
 

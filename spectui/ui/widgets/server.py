@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import textwrap
 
+from spectui.agent.protocol import DOWN_STATES
 from spectui.ui.derive import log_level
 from spectui.ui.draw import Row, Styles, duration, hbar
 from spectui.ui.views import FoundServer, ServerView
@@ -65,7 +66,7 @@ class ServerPanel(LinePanel):
                 rows.append(self._stage(s, width, st))
             if view.switch_total_s is not None and view.switch_done:
                 rows.append(Row(f"  total {view.switch_total_s:.1f}s", st.dim))
-        if view.state in ("failed", "crashed", "unresponsive") and view.reason:
+        if view.state in DOWN_STATES and view.reason:
             rows.append(Row("reason", st.bad))
             for line in textwrap.wrap(view.reason, max(10, width - 2))[:4]:
                 rows.append(Row("  " + line, st.bad))

@@ -1,5 +1,5 @@
 """How a live figure says where it came from: ``(ITL histogram mean, 5 s)``,
-``(Decode log line, 12 s old)`` (the agent's source names, see ``spectui/agent/live_figures.py``)."""
+``(Decode log line, 12 s old)`` (the agent's source names, see ``spectui/agent/servers/figures.py``)."""
 
 from __future__ import annotations
 

@@ -1,5 +1,7 @@
 """The speculative panel: accept length now and over time, accept rates with their formula,
-stale and cumulative marks, and the break-even accept length L* once measured on this host."""
+stale and cumulative marks, the break-even accept length L* once measured on this host, and the
+step count adaptive speculation runs now (``steps N (adaptive)``) with its source, where the
+server reports it."""
 
 from __future__ import annotations
 
@@ -10,7 +12,7 @@ from spectui.ui.widgets.charts import chart_rows
 from spectui.ui.widgets.sources import source_text
 from spectui.ui.widgets.throughput import note_rows
 
-# Accept-rate formulas by the names the agent gives them (per release in ``spectui/agent/sglang_releases.py``, read from the SGLang wheels).
+# Accept-rate formulas by the names the agent gives them (per release in ``spectui/agent/servers/releases.py``, read from the SGLang wheels).
 FORMULAS = {
     "drafts-only": "correct drafts / (steps × (draft tokens − 1))",
     "incl-bonus/draft-tokens": "accepted incl. bonus / (steps × draft tokens)",
@@ -64,6 +66,8 @@ class SpecPanel(LinePanel):
         rows: list[Row] = []
         if view.settings and view.algorithm:  # no steps, topk or draft tokens without an algorithm
             rows.append(Row(view.settings, st.dim))
+            if view.adaptive:  # "steps N (adaptive)": where the server reports it
+                rows.append(Row(f"   {view.adaptive}", st.dim))
         if view.message:
             rows.append(Row(view.message, st.dim))
             rows += note_rows(view.last_run, width, st)

@@ -1,0 +1,665 @@
+"""SGLang ``/metrics`` text -> snapshots, and what changed between snapshots.
+
+Runs on the GPU host under the host's Python (3.8+). The exposition text is read with
+``prometheus_client.parser.text_string_to_metric_families`` (SGLang depends on
+prometheus_client, so its venv has it); it is imported lazily, and where it is missing
+:func:`parse_metrics` raises :class:`MetricsUnavailable` with a sentence saying so. No
+HTTP here: the caller fetches the text.
+
+A :class:`MetricsSnapshot` keeps the ``sglang:`` metrics by their name without that
+prefix, each folded over its label sets:
+
+* counters (``generation_tokens_total``, ``spec_verify_calls_total``, ...; keyed by the
+  sample name, which keeps ``_total`` where the parser strips it from the family name):
+  the sum over all label sets (``is_streaming``, ``priority``, ranks, ...);
+* histograms (``time_to_first_token_seconds``, ...): bucket counts, ``_count`` and
+  ``_sum`` summed per bucket bound over all label sets;
+* gauges: a gauge is per scheduler, and summing e.g. ``token_usage`` over TP ranks
+  would be wrong. Rule: within each DP group (``dp_rank`` label; all one group when
+  absent) take the lowest-ranked series (smallest ``tp_rank``, ``pp_rank``, ... --
+  "rank 0"; with ``--enable-metrics-for-all-schedulers`` the other TP ranks repeat
+  it), then combine the DP groups: **sum** for load and throughput (``num_running_reqs``,
+  ``num_queue_reqs``, ``gen_throughput``, ...), **mean** for per-step averages
+  (``spec_accept_length``, ``spec_accept_rate``, ``cache_hit_rate``, ...), **max** for
+  everything else (usage ratios such as ``token_usage``: the fullest rank is the one that
+  matters; configuration such as ``spec_num_steps``). ``gauge_series`` keeps every
+  series for a per-rank view.
+
+Every release's names are read (:data:`RENAMED`, from the published wheels): names that
+changed are stored under today's name. A text without ``# TYPE`` lines (a partial paste, a
+proxy that drops comments) is read too: an untyped ``X_total`` is a counter, ``X_bucket``
+with its ``X_count`` / ``X_sum`` a histogram, anything else a gauge.
+``MetricsSnapshot.dp_ranks`` lists the ``dp_rank`` label values seen on gauges, so a
+figure summed over DP groups can say over how many.
+
+Over a window between snapshots (:func:`window_stats`, :class:`MetricsWindow`):
+
+* counter increases, a counter that went down (a restart; ``/flush_cache`` on releases
+  that reset counters) counting as a reset -- the increase is then the new value, as
+  Prometheus' ``increase()`` does -- never as a negative delta;
+* the exact accept length ``Δgeneration_tokens_total / Δspec_verify_calls_total``,
+  ``None`` (and ``stale``) when there was no verify call in the window -- unlike the
+  ``spec_accept_length`` gauge, which holds the last log interval's value while idle;
+* p50 / p99 of time to first token, inter-token latency and end-to-end latency from the
+  histogram bucket increases, interpolated linearly within a bucket as Prometheus'
+  ``histogram_quantile`` does.
+"""
+
+from __future__ import annotations
+
+import math
+import time as _time
+from collections import deque
+from typing import Any, Deque, Dict, Iterable, List, Optional, Tuple
+
+__all__ = [
+    "GAUGES",
+    "COUNTERS",
+    "HISTOGRAMS",
+    "Histogram",
+    "MetricsSnapshot",
+    "MetricsUnavailable",
+    "MetricsWindow",
+    "WindowStats",
+    "combine_gauge",
+    "counter_increase",
+    "histogram_increase",
+    "histogram_quantile",
+    "quantile_bound",
+    "mode_key",
+    "parse_metrics",
+    "prometheus_client_missing",
+    "snapshots_from",
+    "window_stats",
+]
+
+PREFIX = "sglang:"
+
+# The metrics spectui reads (SGLang 0.5.23 names, without the "sglang:" prefix).
+GAUGES = (
+    "num_running_reqs",
+    "num_queue_reqs",
+    "gen_throughput",
+    "token_usage",
+    "cache_hit_rate",
+    "spec_accept_length",
+    "spec_accept_rate",
+    "spec_num_steps",
+    "spec_num_draft_tokens",
+)
+COUNTERS = (
+    "realtime_tokens_total",
+    "prompt_tokens_total",
+    "generation_tokens_total",
+    "spec_verify_calls_total",
+    "num_requests_total",
+)
+HISTOGRAMS = (
+    "time_to_first_token_seconds",
+    "inter_token_latency_seconds",
+    "e2e_request_latency_seconds",
+)
+
+# Names of other releases -> the name spectui keys it by. Read from the wheels' collectors:
+# ``sglang:num_requests_running`` / ``sglang:num_requests_waiting`` are the names of the
+# first /metrics (its sample in SGLang's docs, November 2024; no PyPI wheel carries them:
+# sglang 0.3.5.post2, sglang/srt/metrics/collector.py:41 and :69 already say
+# ``num_running_reqs`` / ``num_queue_reqs``).
+RENAMED = {
+    "num_requests_running": "num_running_reqs",
+    "num_requests_waiting": "num_queue_reqs",
+}
+# Histograms of one release only, kept under their own name (their meaning differs):
+# ``time_per_output_token_seconds`` (sglang 0.3.5.post2 to 0.4.4, e.g. sglang 0.4.3,
+# sglang/srt/metrics/collector.py:150) is observed on every output chunk with the request's
+# mean time per output token so far, (now - first token) / (completion tokens - 1)
+# (sglang 0.4.3, sglang/srt/managers/tokenizer_manager.py:912-915);
+# ``inter_token_latency_seconds`` replaced it (sglang 0.4.3.post4, collector.py:190).
+
+# How a gauge combines over DP groups (see the module docstring); others: max.
+_GAUGE_SUM = frozenset((
+    "num_running_reqs",
+    "num_queue_reqs",
+    "num_grammar_queue_reqs",
+    "gen_throughput",
+    "num_used_tokens",
+    "num_retracted_reqs",
+    "num_paused_reqs",
+    "num_prefill_bootstrap_queue_reqs",
+    "num_prefill_inflight_queue_reqs",
+    "num_decode_prealloc_queue_reqs",
+    "num_decode_transfer_queue_reqs",
+))
+_GAUGE_MEAN = frozenset((
+    "spec_accept_length",
+    "spec_accept_rate",
+    "spec_cap_length",
+    "spec_block_accept_length",
+    "cache_hit_rate",
+))
+_RANK_LABELS = ("tp_rank", "pp_rank", "moe_ep_rank", "ep_rank", "attn_cp_rank", "moe_dp_rank")
+
+
+class MetricsUnavailable(RuntimeError):
+    """The host's Python cannot read /metrics (prometheus_client is missing)."""
+
+
+def prometheus_client_missing() -> Optional[str]:
+    """``None`` when prometheus_client can be imported, else a sentence for the operator."""
+    try:
+        from prometheus_client.parser import text_string_to_metric_families  # noqa: F401
+    except ImportError:
+        return (
+            "prometheus_client is not installed in the host's Python, so /metrics cannot be "
+            "read; install it there (pip install prometheus-client) or watch the log panels."
+        )
+    return None
+
+
+class Histogram:
+    """Cumulative bucket counts ``[(upper bound, count), ...]`` ascending, ``+Inf`` last."""
+
+    __slots__ = ("buckets", "count", "sum")
+
+    def __init__(self, buckets: List[Tuple[float, float]], count: float, sum: float) -> None:
+        self.buckets = buckets
+        self.count = count
+        self.sum = sum
+
+    def __eq__(self, other: object) -> bool:
+        return (
+            isinstance(other, Histogram)
+            and self.buckets == other.buckets
+            and self.count == other.count
+            and self.sum == other.sum
+        )
+
+    def __repr__(self) -> str:
+        return "Histogram(count=%r, sum=%r, buckets=%r)" % (self.count, self.sum, self.buckets)
+
+
+class MetricsSnapshot:
+    """One read of /metrics. ``taken_at`` is the caller's clock (monotonic seconds)."""
+
+    __slots__ = ("taken_at", "gauges", "counters", "histograms", "gauge_series", "dp_ranks")
+
+    def __init__(
+        self,
+        taken_at: float,
+        gauges: Dict[str, float],
+        counters: Dict[str, float],
+        histograms: Dict[str, Histogram],
+        gauge_series: Dict[str, List[Tuple[Dict[str, str], float]]],
+        dp_ranks: Optional[List[str]] = None,
+    ) -> None:
+        self.taken_at = taken_at
+        self.gauges = gauges
+        self.counters = counters
+        self.histograms = histograms
+        self.gauge_series = gauge_series
+        self.dp_ranks = dp_ranks or []
+
+    def to_dict(self) -> Dict[str, Any]:
+        """JSON-ready: gauges and counters as numbers, histograms as bucket lists
+        (``+Inf`` written as the string ``"+Inf"``)."""
+        return {
+            "taken_at": self.taken_at,
+            "dp_ranks": list(self.dp_ranks),
+            "gauges": dict(self.gauges),
+            "counters": dict(self.counters),
+            "histograms": {
+                name: {
+                    "count": h.count,
+                    "sum": h.sum,
+                    "buckets": [["+Inf" if math.isinf(le) else le, c] for le, c in h.buckets],
+                }
+                for name, h in self.histograms.items()
+            },
+        }
+
+    def __repr__(self) -> str:
+        return "MetricsSnapshot(taken_at=%r, gauges=%r, counters=%r, histograms=%r)" % (
+            self.taken_at, self.gauges, self.counters, sorted(self.histograms),
+        )
+
+
+# ---------------------------------------------------------------------------
+# Reading the exposition text
+# ---------------------------------------------------------------------------
+
+
+def _rank_key(labels: Dict[str, str]) -> Tuple[int, ...]:
+    key = []
+    for name in _RANK_LABELS:
+        try:
+            key.append(int(labels.get(name, 0)))
+        except ValueError:
+            key.append(0)
+    return tuple(key)
+
+
+def _combine(values: List[float], how: str) -> float:
+    if how == "sum":
+        return math.fsum(values)
+    if how == "mean":
+        return math.fsum(values) / len(values)
+    return max(values)
+
+
+def combine_gauge(name: str, series: List[Tuple[Dict[str, str], float]]) -> float:
+    """One value for a gauge from its series (the rule in the module docstring)."""
+    how = "sum" if name in _GAUGE_SUM else "mean" if name in _GAUGE_MEAN else "max"
+    groups: Dict[str, List[Tuple[Dict[str, str], float]]] = {}
+    for labels, value in series:
+        groups.setdefault(labels.get("dp_rank", ""), []).append((labels, value))
+    per_group = []
+    for members in groups.values():
+        lowest = min(_rank_key(labels) for labels, _ in members)
+        chosen = [value for labels, value in members if _rank_key(labels) == lowest]
+        per_group.append(_combine(chosen, how))
+    return _combine(per_group, how)
+
+
+def mode_key(counter: str, mode: str) -> str:
+    """The key of one ``mode`` of a counter in :attr:`MetricsSnapshot.counters`:
+    ``realtime_tokens_total{mode=decode}``."""
+    return "%s{mode=%s}" % (counter, mode)
+
+
+_UNTYPED = ("unknown", "untyped")  # prometheus_client >= 0.18 says "unknown", older "untyped"
+
+
+class _Reading(object):
+    """What one exposition text holds, keyed by the names in :data:`GAUGES` etc."""
+
+    def __init__(self) -> None:
+        self.gauge_series: Dict[str, List[Tuple[Dict[str, str], float]]] = {}
+        self.counters: Dict[str, float] = {}
+        self.hist_parts: Dict[str, Dict[str, Any]] = {}
+
+    def gauge(self, base: str, labels: Dict[str, str], value: float) -> None:
+        if not math.isnan(value):
+            self.gauge_series.setdefault(base, []).append((dict(labels), value))
+
+    def counter(self, key: str, labels: Dict[str, str], value: float) -> None:
+        self.counters[key] = self.counters.get(key, 0.0) + value
+        mode = labels.get("mode")
+        if mode is not None:  # realtime_tokens_total{mode="decode"}: also per mode
+            mkey = mode_key(key, mode)
+            self.counters[mkey] = self.counters.get(mkey, 0.0) + value
+
+    def histogram(self, base: str, part: str, labels: Dict[str, str], value: float) -> None:
+        parts = self.hist_parts.setdefault(base, {"buckets": {}, "count": 0.0, "sum": 0.0})
+        if part == "bucket":
+            le = float(labels.get("le", "nan"))
+            if not math.isnan(le):
+                parts["buckets"][le] = parts["buckets"].get(le, 0.0) + value
+        else:
+            parts[part] += value
+
+
+def _read_untyped(reading: _Reading, samples: List[Tuple[str, Dict[str, str], float]]) -> None:
+    """Samples without a ``# TYPE`` line, told apart by their names: ``X_total`` a counter,
+    ``X_bucket`` (with ``le``) and the ``X_count`` / ``X_sum`` beside it a histogram, the rest
+    gauges (``routing_key_all_req_count`` is a gauge: no ``_bucket`` goes with it)."""
+    bucketed = set(name[: -len("_bucket")] for name, labels, _ in samples
+                   if name.endswith("_bucket") and "le" in labels)
+    for name, labels, value in samples:
+        if name.endswith("_bucket") and name[: -len("_bucket")] in bucketed:
+            reading.histogram(name[: -len("_bucket")], "bucket", labels, value)
+        elif name.endswith("_count") and name[: -len("_count")] in bucketed:
+            reading.histogram(name[: -len("_count")], "count", labels, value)
+        elif name.endswith("_sum") and name[: -len("_sum")] in bucketed:
+            reading.histogram(name[: -len("_sum")], "sum", labels, value)
+        elif name.endswith("_total"):
+            reading.counter(name, labels, value)
+        else:
+            reading.gauge(name, labels, value)
+
+
+def _renamed(series: Dict[str, Any]) -> Dict[str, Any]:
+    """Store other releases' names under today's (:data:`RENAMED`); today's name wins."""
+    out = dict(series)
+    for old, new in RENAMED.items():
+        if old in out:
+            value = out.pop(old)
+            out.setdefault(new, value)
+    return out
+
+
+def parse_metrics(text: str, taken_at: Optional[float] = None, prefix: str = PREFIX) -> MetricsSnapshot:
+    """Read SGLang's /metrics text into a :class:`MetricsSnapshot`.
+
+    Raises :class:`MetricsUnavailable` when prometheus_client is missing and
+    ``ValueError`` (from the parser) on text that is not Prometheus exposition format.
+    """
+    try:
+        from prometheus_client.parser import text_string_to_metric_families
+    except ImportError:
+        raise MetricsUnavailable(prometheus_client_missing()) from None
+    if taken_at is None:
+        taken_at = _time.monotonic()
+    reading = _Reading()
+    untyped: List[Tuple[str, Dict[str, str], float]] = []
+    for family in text_string_to_metric_families(text):
+        if not family.name.startswith(prefix):
+            continue
+        base = family.name[len(prefix):]
+        if family.type == "gauge":
+            reading.gauge_series.setdefault(base, [])
+            for sample in family.samples:
+                if sample.name == family.name:
+                    reading.gauge(base, sample.labels, sample.value)
+        elif family.type == "counter":
+            total_name = family.name + "_total"
+            for sample in family.samples:
+                if sample.name == total_name:
+                    reading.counter(base + "_total", sample.labels, sample.value)
+        elif family.type == "histogram":
+            for sample in family.samples:
+                part = sample.name[len(family.name) + 1:] if sample.name.startswith(family.name + "_") else None
+                if part in ("bucket", "count", "sum"):
+                    reading.histogram(base, part, sample.labels, sample.value)
+        elif family.type in _UNTYPED:
+            for sample in family.samples:
+                if sample.name.startswith(prefix):
+                    untyped.append((sample.name[len(prefix):], dict(sample.labels), sample.value))
+    _read_untyped(reading, untyped)
+    gauge_series = _renamed(reading.gauge_series)
+    gauges = {name: combine_gauge(name, series) for name, series in gauge_series.items() if series}
+    dp_ranks = sorted(set(labels["dp_rank"] for series in gauge_series.values() for labels, _ in series
+                          if "dp_rank" in labels), key=lambda r: (len(r), r))
+    histograms = {
+        name: Histogram(sorted(parts["buckets"].items()), parts["count"], parts["sum"])
+        for name, parts in reading.hist_parts.items()
+        if parts["buckets"]
+    }
+    return MetricsSnapshot(taken_at, gauges, reading.counters, histograms, gauge_series, dp_ranks)
+
+
+# ---------------------------------------------------------------------------
+# Windows
+# ---------------------------------------------------------------------------
+
+
+def counter_increase(prev: Optional[float], cur: Optional[float]) -> Tuple[Optional[float], bool]:
+    """``(increase, reset)`` of a counter between two reads; a drop is a reset (the
+    counter restarted from zero, so it rose by ``cur``). ``None`` when either is missing."""
+    if prev is None or cur is None:
+        return None, False
+    if cur < prev:
+        return cur, True
+    return cur - prev, False
+
+
+def histogram_increase(prev: Optional[Histogram], cur: Optional[Histogram]) -> Tuple[Optional[Histogram], bool]:
+    """``(bucket increases, reset)`` between two reads of one histogram. Any count going
+    down, or the bucket bounds changing, is a reset: the increase is then ``cur`` itself."""
+    if prev is None or cur is None:
+        return None, False
+    prev_bounds = [le for le, _ in prev.buckets]
+    cur_bounds = [le for le, _ in cur.buckets]
+    if prev_bounds != cur_bounds or cur.count < prev.count or any(
+        c < p for (_, c), (_, p) in zip(cur.buckets, prev.buckets)
+    ):
+        return Histogram(list(cur.buckets), cur.count, cur.sum), True
+    return (
+        Histogram(
+            [(le, c - p) for (le, c), (_, p) in zip(cur.buckets, prev.buckets)],
+            cur.count - prev.count,
+            cur.sum - prev.sum,
+        ),
+        False,
+    )
+
+
+def _add_histograms(a: Optional[Histogram], b: Histogram) -> Histogram:
+    if a is None or [le for le, _ in a.buckets] != [le for le, _ in b.buckets]:
+        return b  # bounds changed (a restart with other buckets): keep the newer part
+    return Histogram(
+        [(le, x + y) for (le, x), (_, y) in zip(a.buckets, b.buckets)],
+        a.count + b.count,
+        a.sum + b.sum,
+    )
+
+
+def histogram_quantile(q: float, hist: Optional[Histogram]) -> Optional[float]:
+    """The ``q``-quantile (0..1) of a histogram, as Prometheus' ``histogram_quantile``:
+    find the bucket holding rank ``q x count`` and interpolate linearly inside it (the
+    first bucket starting at 0); a rank in the ``+Inf`` bucket gives the largest finite
+    bound. ``None`` for an empty histogram."""
+    if hist is None or not hist.buckets:
+        return None
+    if q < 0:
+        return -math.inf
+    if q > 1:
+        return math.inf
+    buckets = list(hist.buckets)
+    if not math.isinf(buckets[-1][0]):
+        return None  # no +Inf bucket: not a valid Prometheus histogram
+    # Cumulative counts must not decrease (Prometheus fixes that the same way).
+    fixed = []
+    running = 0.0
+    for le, count in buckets:
+        running = max(running, count)
+        fixed.append((le, running))
+    total = fixed[-1][1]
+    if total <= 0:
+        return None
+    if len(fixed) < 2:
+        return None
+    rank = q * total
+    index = next(i for i, (_, count) in enumerate(fixed) if count >= rank)
+    if index == len(fixed) - 1:
+        return fixed[-2][0]
+    upper, count_upper = fixed[index]
+    if index == 0:
+        if upper <= 0:
+            return upper
+        lower, count_lower = 0.0, 0.0
+    else:
+        lower, count_lower = fixed[index - 1]
+    in_bucket = count_upper - count_lower
+    if in_bucket <= 0:
+        return upper
+    return lower + (upper - lower) * (rank - count_lower) / in_bucket
+
+
+def quantile_bound(q: float, hist: Optional[Histogram]) -> Tuple[Optional[float], str]:
+    """The ``q``-quantile as a bucket can tell it: ``(value, relation)``.
+
+    ``relation`` is ``"="`` for a value interpolated between two bucket bounds, ``"<"``
+    when the rank falls in the first bucket (all the histogram can say is "below its
+    upper bound": interpolating from 0 would invent ``bound x q``, e.g. 50 ms and 99 ms
+    for TTFT buckets starting at 0.1 s), and ``">"`` when it falls in the ``+Inf`` bucket
+    (above the largest finite bound). ``(None, "=")`` for an empty histogram."""
+    value = histogram_quantile(q, hist)
+    if value is None or hist is None:
+        return None, "="
+    buckets = hist.buckets
+    total = max(c for _, c in buckets)
+    rank = q * total
+    first_le, first_count = buckets[0]
+    if first_count >= rank and not math.isinf(first_le):
+        return first_le, "<"
+    if len(buckets) >= 2 and buckets[-2][1] < rank:
+        return buckets[-2][0], ">"
+    return value, "="
+
+
+def histogram_mean(hist: Optional[Histogram]) -> Optional[float]:
+    """``_sum / _count``: the exact mean of the observations (no bucket artefact)."""
+    if hist is None or not hist.count or hist.count <= 0:
+        return None
+    return hist.sum / hist.count
+
+
+class WindowStats:
+    """What happened between two snapshots. Counts are increases; ``*_p50`` / ``*_p99``
+    in seconds; ``ttft`` / ``itl`` / ``tpot`` the histograms' increases; ``None`` where the
+    metrics lack the data."""
+
+    __slots__ = (
+        "elapsed_s",
+        "accept_length",
+        "stale",
+        "generation_tokens",
+        "prompt_tokens",
+        "verify_calls",
+        "requests",
+        "generation_tokens_per_s",
+        "decode_tokens",
+        "decode_tokens_per_s",
+        "ttft",
+        "itl",
+        "tpot",
+        "ttft_p50",
+        "ttft_p99",
+        "itl_p50",
+        "itl_p99",
+        "e2e_p50",
+        "e2e_p99",
+        "resets",
+    )
+
+    def __init__(self, **fields: Any) -> None:
+        for name in self.__slots__:
+            setattr(self, name, fields.get(name))
+        if self.resets is None:
+            self.resets = []
+
+    def to_dict(self) -> Dict[str, Any]:
+        return {name: getattr(self, name) for name in self.__slots__}
+
+    def __repr__(self) -> str:
+        return "WindowStats(%s)" % ", ".join("%s=%r" % item for item in self.to_dict().items())
+
+
+def _pairs_increase(snapshots: List[MetricsSnapshot]) -> Tuple[Dict[str, Optional[float]], Dict[str, Optional[Histogram]], List[str]]:
+    """Counter and histogram increases over consecutive snapshots, resets handled step
+    by step (so a reset in the middle of a window loses nothing but that step's start)."""
+    counters: Dict[str, Optional[float]] = {}
+    histograms: Dict[str, Optional[Histogram]] = {}
+    resets: List[str] = []
+    names: Any = set(COUNTERS)
+    hnames: Any = set(HISTOGRAMS)
+    for snap in snapshots:
+        names.update(snap.counters)
+        hnames.update(snap.histograms)
+    names = sorted(names)
+    hnames = sorted(hnames)
+    for prev, cur in zip(snapshots, snapshots[1:]):
+        for name in names:
+            inc, reset = counter_increase(prev.counters.get(name), cur.counters.get(name))
+            if reset and name not in resets:
+                resets.append(name)
+            if inc is not None:
+                counters[name] = (counters.get(name) or 0.0) + inc
+            else:
+                counters.setdefault(name, None)
+        for name in hnames:
+            hinc, reset = histogram_increase(prev.histograms.get(name), cur.histograms.get(name))
+            if reset and name not in resets:
+                resets.append(name)
+            if hinc is not None:
+                histograms[name] = _add_histograms(histograms.get(name), hinc)
+            else:
+                histograms.setdefault(name, None)
+    return counters, histograms, resets
+
+
+def window_stats(prev: MetricsSnapshot, cur: MetricsSnapshot, *more: MetricsSnapshot) -> WindowStats:
+    """Stats over the snapshots given, oldest first (two or more)."""
+    snapshots = [prev, cur] + list(more)
+    counters, histograms, resets = _pairs_increase(snapshots)
+    elapsed = snapshots[-1].taken_at - snapshots[0].taken_at
+    gen = counters.get("generation_tokens_total")
+    decode = counters.get(mode_key("realtime_tokens_total", "decode"))
+    if decode is None and all("realtime_tokens_total" in snap.counters for snap in snapshots):
+        decode = 0.0  # the counter exists (prefill modes) but no decode series yet: nothing decoded
+    verify = counters.get("spec_verify_calls_total")
+    accept = gen / verify if gen is not None and verify else None
+    ttft = histograms.get("time_to_first_token_seconds")
+    itl = histograms.get("inter_token_latency_seconds")
+    tpot = histograms.get("time_per_output_token_seconds")  # releases before 0.4.3.post4
+    e2e = histograms.get("e2e_request_latency_seconds")
+    return WindowStats(
+        elapsed_s=elapsed,
+        accept_length=accept,
+        stale=accept is None,
+        generation_tokens=gen,
+        prompt_tokens=counters.get("prompt_tokens_total"),
+        verify_calls=verify,
+        requests=counters.get("num_requests_total"),
+        generation_tokens_per_s=(gen / elapsed) if gen is not None and elapsed > 0 else None,
+        decode_tokens=decode,
+        decode_tokens_per_s=(decode / elapsed) if decode is not None and elapsed > 0 else None,
+        ttft=ttft,
+        itl=itl,
+        tpot=tpot,
+        ttft_p50=histogram_quantile(0.5, ttft),
+        ttft_p99=histogram_quantile(0.99, ttft),
+        itl_p50=histogram_quantile(0.5, itl),
+        itl_p99=histogram_quantile(0.99, itl),
+        e2e_p50=histogram_quantile(0.5, e2e),
+        e2e_p99=histogram_quantile(0.99, e2e),
+        resets=resets,
+    )
+
+
+class MetricsWindow:
+    """Snapshots kept over a sliding span; ``update()`` returns the stats over it.
+
+    ``span_s=None`` compares each snapshot with the one before it; ``span_s=30`` with the
+    oldest one at most 30 s older (always at least the previous one).
+    """
+
+    def __init__(self, span_s: Optional[float] = None) -> None:
+        self.span_s = span_s
+        self._snapshots: Deque[MetricsSnapshot] = deque()
+
+    @property
+    def latest(self) -> Optional[MetricsSnapshot]:
+        return self._snapshots[-1] if self._snapshots else None
+
+    def update(self, snapshot: MetricsSnapshot) -> Optional[WindowStats]:
+        """Add a snapshot; the stats over the window ending at it (``None`` for the first)."""
+        snaps = self._snapshots
+        snaps.append(snapshot)
+        if self.span_s is None:
+            while len(snaps) > 2:
+                snaps.popleft()
+        else:
+            while len(snaps) > 2 and snapshot.taken_at - snaps[0].taken_at > self.span_s:
+                snaps.popleft()
+        if len(snaps) < 2:
+            return None
+        return window_stats(*snaps)
+
+    @property
+    def snapshots(self) -> List[MetricsSnapshot]:
+        return list(self._snapshots)
+
+    def stats_over(self, span_s: float) -> Optional[WindowStats]:
+        """Stats over the snapshots of the last ``span_s`` seconds (ending at the latest,
+        at least the latest two); ``None`` with fewer than two snapshots."""
+        snaps = self._snapshots
+        if len(snaps) < 2:
+            return None
+        end = snaps[-1].taken_at
+        chosen = [s for s in snaps if end - s.taken_at <= span_s + 1e-6]
+        if len(chosen) < 2:
+            chosen = [snaps[-2], snaps[-1]]
+        return window_stats(*chosen)
+
+    def update_text(self, text: str, taken_at: Optional[float] = None) -> Optional[WindowStats]:
+        """Parse /metrics text and :meth:`update` with it."""
+        return self.update(parse_metrics(text, taken_at))
+
+    def reset(self) -> None:
+        self._snapshots.clear()
+
+
+def snapshots_from(texts: Iterable[Tuple[float, str]]) -> List[MetricsSnapshot]:
+    """``[(taken_at, text), ...]`` -> snapshots (a convenience for tests and replays)."""
+    return [parse_metrics(text, taken_at) for taken_at, text in texts]

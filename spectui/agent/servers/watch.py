@@ -1,0 +1,310 @@
+"""Following one server: its process, its log and its health, as lifecycle states.
+
+``starting`` -> ``loading`` (weight-loading progress from the log) -> ``ready`` once the
+readiness line has appeared and the server answers a request that generates nothing.
+A process that exits before ready is ``failed`` (reason from the log); a ready one that
+dies is ``crashed``; one that stops answering for ``UNRESPONSIVE_AFTER_S`` is
+``unresponsive``. A ready server this watch did not see answer (one found running by an agent
+that attached later) is ``unresponsive`` as soon as it fails to answer: nothing says how long
+it has been silent. A server that ended while no agent watched is settled from its log's tail
+(:meth:`ServerWatch.settle_unwatched`), with the same root cause a watch would have found.
+
+While the leader lives the watch keeps the live members of its process group in the record
+(``servers.process.remember_members``), so that spectui can still recognise the group, and
+signal it, once the leader is gone and its ranks linger.
+
+spectui never sends a request the user did not ask for: ``/health_generate`` makes the
+server generate a token, and so does ``/health`` in recent releases (sglang 0.5.23 wheel,
+``sglang/srt/entrypoints/http_server.py:718-790``: both routes share ``health_generate``
+unless ``SGLANG_ENABLE_HEALTH_ENDPOINT_GENERATION`` is false), which shows up as a running
+request on an idle server. So health is asked of ``/server_info`` (``/get_server_info`` on
+old releases), which the tokenizer answers by asking each scheduler for its internal state
+(``http_server.py:863-880``, ``get_internal_state``): it fails when a scheduler is hung,
+yet generates nothing. ``/ready`` (new releases) or ``/model_info`` is tried when neither
+exists.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+from urllib.error import HTTPError, URLError
+from urllib.request import urlopen
+import time
+from collections import deque
+
+from ..logs.follow import LogFollower
+from ..logs import LogFeeder
+from .process import group_members, proc_stat, remember_members, server_url
+from ..protocol import FINAL_STATES, SERVING_STATES, ServerState
+
+TAIL_LINES = 40
+ERRORS_FIRST = 8  # the first errors a server logs: the root cause is among them
+ERRORS_RECENT = 64  # and the newest ones
+ERROR_SUMMARY_CHARS = 4096
+UNRESPONSIVE_AFTER_S = 20.0
+HEALTH_EVERY_S = 3.0
+HEALTH_TIMEOUT_S = 2.0
+MEMBERS_EVERY_S = 2.0
+SETTLE_TAIL_BYTES = 256 * 1024
+UNWATCHED_EXIT = "the server exited while no console was watching"
+EXTERNAL_EXIT = "it exited; spectui did not start it"
+
+_REASONS = (
+    re.compile(r"(CUDA out of memory[^\n]*)"),
+    re.compile(r"((?:\S+\.py|launch_server|sglang\.launch_server|server\.py): error: [^\n]*)"),
+    re.compile(r"(Address already in use[^\n]*)"),
+)
+
+
+HEALTH_PATHS = ("/server_info", "/get_server_info", "/ready", "/model_info", "/get_model_info")
+
+
+class HealthCheck(object):
+    """Asks a server whether it is alive without making it generate (see the module docstring);
+    remembers which of :data:`HEALTH_PATHS` the server has."""
+
+    def __init__(self, host, port):
+        self.host = host
+        self.port = port
+        self.path = None
+        self.last_path = HEALTH_PATHS[0]
+
+    def __call__(self):
+        paths = [self.path] if self.path else HEALTH_PATHS
+        for path in paths:
+            self.last_path = path
+            try:
+                with urlopen(server_url(self.host, self.port, path), timeout=HEALTH_TIMEOUT_S) as resp:
+                    if resp.status == 200:
+                        self.path = path
+                        return True
+            except HTTPError as exc:
+                if exc.code == 404 and self.path is None:
+                    continue  # not on this release: try the next one
+                return False
+            except (URLError, OSError, ValueError):
+                return False
+        return False
+
+
+class ErrorLog(object):
+    """The error summaries a server logged, bounded: the first ``ERRORS_FIRST`` (where the root cause
+    is) and the newest ``ERRORS_RECENT``, each cut at ``ERROR_SUMMARY_CHARS``; ``dropped`` counts the
+    ones in between that were let go. Iterates oldest first."""
+
+    def __init__(self, first=ERRORS_FIRST, recent=ERRORS_RECENT):
+        self.first_cap = first
+        self.first = []
+        self.recent = deque(maxlen=recent)
+        self.dropped = 0
+
+    def add(self, summary):
+        summary = summary[:ERROR_SUMMARY_CHARS]
+        if len(self.first) < self.first_cap:
+            self.first.append(summary)
+            return
+        if len(self.recent) == self.recent.maxlen:
+            self.dropped += 1
+        self.recent.append(summary)
+
+    def __iter__(self):
+        return iter(self.first + list(self.recent))
+
+    def __len__(self):
+        return len(self.first) + len(self.recent)
+
+
+class ServerWatch(object):
+    def __init__(self, record, log_path, popen=None, clock=time.monotonic, tail_bytes=None, external=False,
+                 members=None):
+        """``external``: a server spectui did not start (found running): ready as soon as it answers (its
+        log may be unreadable, or its ready line long past), and its end is ``stopped`` with the reason
+        its log names, else :data:`EXTERNAL_EXIT`. ``members``: a callable giving the server's live
+        processes ({pid: start_ticks}) when they are not its process group (an external server's tree)."""
+        self.record = record
+        self.log_path = log_path
+        self.popen = popen
+        self.clock = clock
+        self.external = external
+        self.members = members
+        self.follower = LogFollower(log_path or os.devnull, tail_bytes=tail_bytes)
+        self.members_at = None
+        self.unsaved = False  # changed since last written to the record file (the manager saves it)
+        self.feeder = LogFeeder()
+        self.tail = deque(maxlen=TAIL_LINES)
+        self.ready_line = external
+        self.errors = ErrorLog()  # summaries of error events, in order (bounded)
+        self.last_health_ok = None
+        self.last_health_at = 0.0
+        self.exit_status = None
+        self.health = HealthCheck(record.get("host"), record["port"])
+
+    def _absorb(self, records):
+        changed = False
+        r = self.record
+        for rec in records:
+            kind = rec.get("kind")
+            if kind == "loading":
+                r["progress"] = {"percent": rec.get("percent"), "done": rec.get("done"), "total": rec.get("total")}
+                if r["state"] == ServerState.STARTING:
+                    r["state"] = ServerState.LOADING
+                changed = True
+            elif kind in ("load_begin", "load_end"):
+                if r["state"] == ServerState.STARTING:
+                    r["state"] = ServerState.LOADING
+                    changed = True
+                if kind == "load_end":
+                    r["load_s"] = rec.get("elapsed")
+            elif kind == "ready":
+                self.ready_line = True
+            elif kind == "error" and rec.get("summary"):
+                self.errors.add(rec["summary"])
+        return changed
+
+    def reason(self):
+        """The root cause: a known cause if one was logged, else the first specific error."""
+        errors = list(self.errors)
+        text = "\n".join(errors + list(self.tail))
+        for rx in _REASONS:
+            found = rx.findall(text)
+            if found:
+                return found[0].strip()
+        specific = [e for e in errors if "error messages above" not in e]
+        if specific or errors:
+            return (specific or errors)[0]
+        if self.exit_status is not None:
+            return "the process exited with status %d" % self.exit_status
+        return "the process exited"
+
+    # --- process ---------------------------------------------------------------------
+    def _alive(self):
+        if self.popen is not None:
+            status = self.popen.poll()
+            if status is not None:
+                self.exit_status = status
+                return False
+            return True
+        st = proc_stat(self.record["pid"])
+        if st is None or st[0] in ("Z", "X"):
+            return False
+        ticks = self.record.get("start_ticks")
+        return ticks is None or st[3] == ticks
+
+    def close(self):
+        self.follower.close()
+
+    def reap(self):
+        if self.popen is not None and self.exit_status is None:
+            status = self.popen.poll()
+            if status is not None:
+                self.exit_status = status
+
+    def _remember_members(self, now_too=False):
+        """Record the live group (the leader is alive and ours): every ``MEMBERS_EVERY_S``, or now when the
+        state changed (a server spawns its ranks while loading). True when the members changed."""
+        now = self.clock()
+        if not now_too and self.members_at is not None and now - self.members_at < MEMBERS_EVERY_S:
+            return False
+        self.members_at = now
+        r = self.record
+        if self.members is not None:
+            return remember_members(r, self.members())
+        return remember_members(r, group_members(r.get("pgid") or r["pid"]))
+
+    def _read_all(self):
+        while True:
+            lines = self.follower.read_new()
+            if not lines:
+                break
+            self.tail.extend(lines)
+            self._absorb(self.feeder.feed_lines(lines))
+        self._absorb(self.feeder.flush())
+        if self.follower.partial:
+            self.tail.append(self.follower.partial)
+        self.follower.close()
+
+    def settle_unwatched(self):
+        """End the record of a server that exited while no agent watched: the state from the last one
+        recorded, the root cause from the log's tail (as :meth:`poll` finds it), or a sentence saying
+        nobody watched when the log names none."""
+        r = self.record
+        was = r.get("state")
+        self._read_all()
+        if was in SERVING_STATES:
+            r["state"] = ServerState.CRASHED
+        else:
+            r["state"] = ServerState.STOPPED if was == ServerState.STOPPING else ServerState.FAILED
+        if r["state"] != ServerState.STOPPED:
+            reason = self.reason()
+            r["reason"] = UNWATCHED_EXIT if reason == "the process exited" else reason
+            r["log_tail"] = list(self.tail)
+        else:
+            r["reason"] = r.get("reason") or UNWATCHED_EXIT
+        r["ended_at"] = r.get("ended_at") or time.time()
+
+    # --- one step --------------------------------------------------------------------
+    def poll(self):
+        """Advance the state from what the log, the process and the health check say.
+
+        Returns True when something a client shows changed.
+        """
+        state = self.record["state"]
+        changed = self._step()
+        if self.record["state"] not in FINAL_STATES + (ServerState.STOPPING,):
+            changed = self._remember_members(now_too=self.record["state"] != state) or changed
+        return changed
+
+    def _step(self):
+        r = self.record
+        lines = self.follower.read_new()
+        for line in lines:
+            self.tail.append(line)
+        changed = self._absorb(self.feeder.feed_lines(lines))
+        state = r["state"]
+        if state in FINAL_STATES + (ServerState.STOPPING,):
+            return changed
+        if not self._alive():
+            self._read_all()
+            if self.external:
+                reason = self.reason()
+                r["state"] = ServerState.STOPPED
+                r["reason"] = EXTERNAL_EXIT if reason == "the process exited" else reason
+                r["ended_at"] = time.time()
+                return True
+            r["state"] = ServerState.CRASHED if state in SERVING_STATES else ServerState.FAILED
+            r["reason"] = self.reason()
+            r["log_tail"] = list(self.tail)
+            r["exit_status"] = self.exit_status
+            r["ended_at"] = time.time()
+            return True
+        now = self.clock()
+        if state in (ServerState.STARTING, ServerState.LOADING):
+            if self.ready_line and self.health():
+                r["state"] = ServerState.READY
+                r["ready_at"] = time.time()
+                self.last_health_ok = now
+                self.last_health_at = now
+                return True
+            return changed
+        if now - self.last_health_at >= HEALTH_EVERY_S:
+            self.last_health_at = now
+            if self.health():
+                self.last_health_ok = now
+                if state == ServerState.UNRESPONSIVE:
+                    r["state"] = ServerState.READY
+                    r["reason"] = None
+                    return True
+            elif self.last_health_ok is None and state == ServerState.READY:
+                # found running by this agent: no history of answers, so silence now is what it knows
+                r["state"] = ServerState.UNRESPONSIVE
+                r["reason"] = "no answer from %s when spectui attached to it" % self.health.last_path
+                return True
+            elif self.last_health_ok is None:
+                self.last_health_ok = now
+            elif (now - self.last_health_ok >= r.get("unresponsive_after_s", UNRESPONSIVE_AFTER_S)
+                  and state == ServerState.READY):
+                r["state"] = ServerState.UNRESPONSIVE
+                r["reason"] = "no answer from %s for %d s" % (self.health.last_path, now - self.last_health_ok)
+                return True
+        return changed

@@ -1,0 +1,163 @@
+"""Replaying a recording: a :class:`~spectui.core.live.HostLink` fed from a file instead of a host.
+
+:class:`ReplayLink` is a HostLink whose events come from a :class:`~spectui.core.recording.Recording`:
+each recorded agent event goes through the same ``_on_event`` as live, so every panel computes what
+it computed live from the same data, and the link publishes the same typed events: like a live
+link, only those of an open session (the recording marks each session's start, and each drop). It never connects,
+and it is read-only: :meth:`control` refuses in one sentence, so nothing can be started or stopped
+from a replay.
+
+The play head (:attr:`position_s`, seconds since the recording began) moves at :attr:`speed` (1x to
+60x) while not :attr:`paused`; :meth:`seek` goes anywhere, backwards too, by replaying from the
+start up to there (an hour at 10 Hz replays in well under a second). Times are shown as if live at
+the play head: an event recorded ``d`` seconds before the play head is ``d`` seconds old.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+
+from spectui.core.errors import Disconnected
+from spectui.core.live import HostLink, LinkState, SwitchProgress
+from spectui.core.recording import Recording
+from spectui.core.rpc import Event
+from spectui.core.servers import ServerControl
+from spectui.core.session import HostTarget
+from spectui.core.telemetry import GpuHistory
+
+SPEEDS = (1.0, 2.0, 5.0, 10.0, 30.0, 60.0)
+TICK_S = 0.1
+AGENT_EVENTS = ("gpu", "server", "server_frame", "switch")
+
+
+class ReplayLink(HostLink):
+    read_only = True
+
+    def __init__(self, recording: Recording, *, speed: float = 1.0, history: int = 3600,
+                 clock=time.time) -> None:
+        header = recording.header
+        label = header.get("target") or (header.get("host") or {}).get("hostname") or "recording"
+        super().__init__(HostTarget(kind="replay", destination=f"replay of {label}"), history=history)
+        self.recording = recording
+        self.speed = self._valid_speed(speed)
+        self.paused = False
+        self.position_s = 0.0
+        self.alerts: list[dict] = []   # alert changes recorded by the console, in order, up to the play head
+        self.console_events: list[tuple[float, str, object]] = []   # the console's own (bench, l_star, note)
+        self.logs: dict[str, list[dict]] = {}   # each server's log reads as the console received them, in order
+        self.generation = 0   # bumped by each seek backwards: what was read from the replay before is gone
+        self._clock = clock
+        self._playing = f"replaying {self.target.destination}"
+        self._next = 0
+        self.facts = dict(header.get("host") or {})
+
+    @staticmethod
+    def _valid_speed(speed: float) -> float:
+        if not SPEEDS[0] <= speed <= SPEEDS[-1]:
+            raise ValueError(f"replay speed must be from {SPEEDS[0]:g}x to {SPEEDS[-1]:g}x, not {speed:g}x")
+        return float(speed)
+
+    @property
+    def duration_s(self) -> float:
+        return self.recording.duration_s
+
+    @property
+    def at_end(self) -> bool:
+        return self._next >= len(self.recording.events)
+
+    def set_speed(self, speed: float) -> None:
+        self.speed = self._valid_speed(speed)
+        self._changed()
+
+    def faster(self) -> float:
+        self.speed = next((s for s in SPEEDS if s > self.speed), SPEEDS[-1])
+        self._changed()
+        return self.speed
+
+    def slower(self) -> float:
+        self.speed = next((s for s in reversed(SPEEDS) if s < self.speed), SPEEDS[0])
+        self._changed()
+        return self.speed
+
+    def toggle_pause(self) -> bool:
+        self.paused = not self.paused
+        self._changed()
+        return self.paused
+
+    # --- playing ------------------------------------------------------------------------------------
+    def _reset(self) -> None:
+        self.gpu = None
+        self.gpu_history = GpuHistory(capacity=self._history)
+        self.servers = {}
+        self.series = {}
+        self.switch = None
+        self.alerts = []
+        self.console_events = []
+        self.logs = {}
+        self.generation += 1
+        self._next = 0
+        self._set_state(LinkState.CONNECTING, self._playing)
+
+    def _feed_until(self, position_s: float) -> None:
+        events = self.recording.events
+        now = self._clock()
+        while self._next < len(events) and events[self._next][0] <= position_s:
+            t, name, data = events[self._next]
+            self._next += 1
+            received_at = now - (position_s - t)
+            if name in AGENT_EVENTS and isinstance(data, dict):
+                self._on_event(Event(name, data, received_at))
+            elif name == "session" and isinstance(data, dict):
+                self.facts = data.get("facts") or self.facts
+                self.servers = {s["name"]: s for s in data.get("servers") or () if isinstance(s, dict)}
+                self._set_state(LinkState.CONNECTED, self._playing)
+            elif name == "switch_begin" and isinstance(data, dict):
+                self.switch = SwitchProgress(str(data.get("target")), "starting")
+                self._changed()
+                self._switch_stage(self.switch)
+            elif name == "session_lost" and isinstance(data, dict):
+                self._set_state(LinkState.RECONNECTING, f"{data.get('reason') or 'disconnected'} (recorded)")
+            elif name == "log" and isinstance(data, dict) and isinstance(data.get("reply"), dict):
+                self.logs.setdefault(str(data.get("name")), []).append(data["reply"])
+                self._changed()
+            elif name == "alert" and isinstance(data, dict):
+                self.alerts.append(data)
+                self._changed()
+            else:
+                self.console_events.append((t, name, data))
+        self.position_s = position_s
+        self._changed()
+
+    def seek(self, position_s: float) -> None:
+        """Show the recording as it was at ``position_s`` (clamped to the recording)."""
+        position_s = min(max(0.0, position_s), self.duration_s)
+        if position_s < self.position_s:
+            self._reset()
+        self._feed_until(position_s)
+
+    def advance(self, wall_s: float) -> None:
+        """Move the play head by ``wall_s`` seconds of wall time at the current speed (not while paused)."""
+        if not self.paused:
+            self.seek(self.position_s + wall_s * self.speed)
+
+    async def run(self) -> None:
+        self._set_state(LinkState.CONNECTING, self._playing)
+        self._feed_until(0.0)
+        last = time.monotonic()
+        while not self._closing:
+            await asyncio.sleep(TICK_S)
+            now = time.monotonic()
+            self.advance(now - last)
+            last = now
+        self._set_state(LinkState.CLOSED, self.message)
+
+    async def close(self) -> None:
+        self._closing = True
+
+    def reply_age_s(self) -> float | None:
+        return None
+
+    # --- read-only ----------------------------------------------------------------------------------
+    def control(self) -> ServerControl:
+        raise Disconnected("This is a replay: nothing on the host can be started, stopped or benchmarked from it.")

@@ -1,0 +1,176 @@
+"""The verify-cost probe from the console: the interconnect in the header, ``p``, the predicted L*.
+
+At connect time the host's GPU topology is read (``probe.topology``: no torch, seconds) for the
+header's interconnect line, and the history's latest probe of each profile on this host is
+loaded. ``p`` (or the palette's "Run verify-cost probe") probes the highlighted profile; on the
+demo that reads the simulator's hardware model at once. Each result goes to the history with
+its provenance, and the speculative panel shows its predicted L* beside the measured one.
+"""
+
+from __future__ import annotations
+
+import sqlite3
+
+from spectui.agent.protocol import ServerState
+from spectui.core.bench.runs import host_label
+from spectui.core.errors import Disconnected, SpectuiError
+from spectui.core.history import HistoryStore
+from spectui.core.probe import (
+    PredictionError,
+    ProbeOptions,
+    StepCosts,
+    fetch_topology,
+    history_record,
+    interconnect_header,
+    probe_params,
+    run_probe,
+)
+from spectui.core.probe.run import progress_text
+from spectui.core.profiles import Profile
+from spectui.ui.controllers.base import Controller, worker
+from spectui.ui.screens.confirm import ConfirmScreen
+
+
+def plain_decode_step(runs: list[dict], host: str) -> tuple[float, str] | None:
+    """The newest plain (no speculation) run at one request on ``host`` in the history: its decode
+    step time in ms and which run it was, for a probe made without one."""
+    for r in reversed(runs):
+        s = r.get("stats") or {}
+        if r.get("host") != host or r.get("speculative") or r.get("state") != "done" or r.get("concurrency") != 1:
+            continue
+        if s.get("step_ms") and s.get("step_kind", "decode") == "decode":
+            return float(s["step_ms"]), f"run {r.get('id')} of {r.get('profile')}"
+        itl = (s.get("itl_ms") or {}).get("p50")
+        if itl:
+            return float(itl), f"the median ITL of run {r.get('id')} of {r.get('profile')}"
+    return None
+
+
+class ProbeController(Controller):
+    """The console's probe: the header's interconnect line, ``p``, and each profile's latest probe."""
+
+    def __init__(self, app) -> None:
+        super().__init__(app)
+        self.interconnect: str | None = None
+        self.probes: dict[str, dict] = {}       # profile -> its latest probe record (with its history id)
+        self._worker = None
+
+    # --- at connect time -------------------------------------------------------------------------------
+    def session_opened(self, session, reconnects: int) -> None:
+        self._fetch_topology(session)
+        self._load_probes(session)
+
+    def _sim_hardware(self) -> str | None:
+        """The demo's hardware model: the running server's profile's, else the first a profile names."""
+        link, library = self.link, self.app.library
+        names = [n for n, s in (link.servers if link else {}).items() if s.get("state") == ServerState.READY]
+        for name in names + [p.name for p in self.app.profiles]:
+            p = library.profiles.get(name)
+            if p is not None and p.sim.get("hardware"):
+                return str(p.sim["hardware"])
+        return None
+
+    @worker(group="topology", exclusive=True)
+    async def _fetch_topology(self, session) -> None:
+        try:
+            topo = await fetch_topology(session, sim_hardware=self._sim_hardware() if self.app.target.simulated
+                                        else None)
+        except (SpectuiError, OSError):
+            return  # the header keeps the GPU count and model from the telemetry
+        line = interconnect_header(topo)
+        if line:
+            self.interconnect = line
+            self.refresh()
+
+    def _load_probes(self, session) -> None:
+        host = host_label(session)
+        try:
+            store = HistoryStore()
+            for p in self.app.profiles:
+                rec = store.latest_probe(host, p.name, p.content_hash)
+                if rec is not None:
+                    self.probes[p.name] = rec
+        except (OSError, sqlite3.Error, SpectuiError) as exc:
+            self.notify(f"The history could not be read ({exc}); earlier probes are not shown.", severity="warning")
+
+    # --- p ----------------------------------------------------------------------------------------------------
+    def request_probe(self) -> None:
+        if self._worker is not None:
+            self.notify("A probe is running already: the banner shows how far it is.", severity="warning")
+            return
+        link = self.app.ready_link()
+        if link is None:
+            return
+        profile = self.app.library.profiles.get(self.app.highlighted_name() or "")
+        if profile is None:
+            self.notify("Highlight a profile to probe (its GPUs, model and speculative settings).", severity="warning")
+            return
+        if self.app.target.simulated:
+            self._worker = self._probe(profile)
+            return
+        params = probe_params(profile, ProbeOptions(), agent_python=link.session.hello.get("python"))
+        lines = [f"It starts {params['world_size']} torch.distributed ranks with {params['python']} on GPUs "
+                 f"{', '.join(map(str, params['gpus'] or []))} and times all-reduces of {params['model']}'s decode "
+                 f"and verify step sizes ({', '.join(map(str, params['tokens']))} tokens; at most "
+                 f"{params['timeout_s']:.0f} s).",
+                 "A server running on these GPUs slows the measurement and may run out of memory: stop it first "
+                 "for clean figures.",
+                 "The result is saved to the history."]
+
+        def answered(yes: bool | None) -> None:
+            if yes and self._worker is None:
+                self._worker = self._probe(profile)
+
+        self.app.push_screen(ConfirmScreen(f"Probe the verify cost of {profile.name}?", lines, yes="Probe"), answered)
+
+    def _probe_progress(self, name: str, d: dict) -> None:
+        self.app.set_activity("probe", f"probe {name}: {progress_text(d)}")
+
+    def _decode_step(self, session, profile: Profile) -> tuple[float, str] | None:
+        """The plain decode step time a probe without one needs: measured in this session at one
+        request, else the history's newest plain run at concurrency 1 on this host."""
+        link = self.link
+        algorithms = {n: self.app.profile_algorithm_of(n) for n in link.series}
+        steps = self.app.breakeven.steps(link, algorithms)
+        bases = [(n, st[1]) for n, st in steps.items() if not st[0] and st[1] is not None]
+        if bases:
+            name, (ms, frames) = max(bases, key=lambda b: b[1][1])
+            return ms, f"{name} measured here at one request ({frames} frames)"
+        try:
+            return plain_decode_step(HistoryStore().runs(), host_label(session))
+        except (OSError, sqlite3.Error, SpectuiError):
+            return None
+
+    @worker(group="probe", exclusive=True)
+    async def _probe(self, profile: Profile) -> None:
+        session = self.link.session
+        self.app.set_activity("probe", f"probe {profile.name}: starting")
+        try:
+            params = probe_params(profile, ProbeOptions(), agent_python=session.hello.get("python"))
+            result = await run_probe(session, params, on_progress=lambda d: self._probe_progress(profile.name, d))
+            decode = None
+            if not (result.get("modelled") or {}).get("decode_step_ms"):
+                decode = self._decode_step(session, profile)
+            costs = StepCosts.from_result(result, decode_step_ms=decode[0] if decode else None,
+                                          source=f"decode step from {decode[1]}" if decode else None)
+            record = history_record(result, host=host_label(session), profile=profile, costs=costs)
+            pid = HistoryStore().save_probe(record)
+            self.probes[profile.name] = dict(record, id=pid)
+            row = record.get("profile_l_star")
+            if row is None:
+                text = f"{profile.name} has no speculative decoding: nothing to break even"
+            elif row.get("predicted") is None:
+                text = (f"{profile.name}: +{row['extra_comm_ms']:.2f} ms all-reduce per verify step; L* needs the "
+                        f"plain decode step time (run a plain profile at one request here, then p again)")
+            else:
+                text = f"{profile.name}: predicted L* {row['predicted']:.2f}"
+                if row.get("comm_only") is not None:
+                    text += f" (communication-only lower bound {row['comm_only']:.2f})"
+            self.notify(f"{text}; saved as probe {pid}.", title="Verify-cost probe", timeout=12)
+        except Disconnected as exc:
+            self.notify(f"Probe {profile.name}: {exc}", severity="error", timeout=15)
+        except (SpectuiError, PredictionError, OSError, sqlite3.Error) as exc:
+            self.notify(f"Probe {profile.name}: {exc}", severity="error", timeout=15)
+        finally:
+            self._worker = None
+            self.app.set_activity("probe", None)

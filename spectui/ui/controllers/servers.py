@@ -1,0 +1,405 @@
+"""Servers from the console: switch (``enter``, digits), restart (``r``), stop (``x``), and the servers spectui
+found running (origin external or adopted): adopt (``A``), import a profile from one (``I``).
+
+A switch and a restart share one scaffolding (:meth:`ServersController._server_action`): one action at a time
+(``app.busy``), the server panel's clock and stages, the result or the refusal kept per profile, one
+notification of the outcome.
+
+Nothing is signalled on the strength of a name. A switch first asks the host what it would stop
+(``server.plan_switch``, the rule ``switch`` itself follows) and confirms exactly that list; a stop or an
+adoption of a found server asks ``server.plan_stop`` (every process by pid and start time, with its user and
+command), shows exactly that, and on yes sends those processes back (``confirmed`` / ``stop_external``): the
+host refuses (``plan_changed``) if they differ by then. A server spectui may not signal (another user's) is
+refused with the host's sentence, before any confirmation.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Awaitable, Callable
+
+from spectui.agent.protocol import DOWN_STATES, ServerState
+from spectui.core.errors import SpectuiError
+from spectui.core.flagcheck import check_on_host
+from spectui.core.profiles import Profile
+from spectui.core.server_describe import (
+    ORIGIN_TEXT,
+    command_text,
+    gpus_text,
+    holder_lines,
+    host_text,
+    origin_of,
+    process_command,
+)
+from spectui.core.servers import confirmed_processes, is_external, launch_command
+from spectui.ui import derive, snapshots
+from spectui.ui.controllers.base import Controller, worker
+from spectui.ui.found_import import host_flagset, write_profile_from
+from spectui.ui.screens.confirm import ConfirmScreen
+
+STOP_GRACE_S = 20.0
+PROCESS_COMMAND_CHARS = 64  # a process's command in a confirmation: one line each, so a TP 8 server fits
+LIVE = snapshots.LIVE
+
+
+def plan_lines(plan: dict, purpose: str) -> list[str]:
+    """The confirmation of a stop or an adoption: the server, then every process the plan names, one a line."""
+    origin = origin_of(plan)
+    target = (f"its process group {plan.get('pgid')}" if plan.get("signal") == "group" and plan.get("pgid")
+              else "these processes")
+    lines = [f"{host_text(plan.get('name'))} ({ORIGIN_TEXT.get(origin, origin)}; pid {plan.get('pid') or '-'}, user "
+             f"{host_text(plan.get('user'))}, GPUs {gpus_text(plan.get('gpus'))}): {command_text(plan.get('argv'))}"]
+    if purpose == "stop":
+        lines.append(f"Stopping it sends SIGTERM, then SIGKILL after {STOP_GRACE_S:g} s, to {target}:")
+    else:
+        lines.append(f"Adopting it signals nothing now; a later stop signals {target}:")
+    procs = plan.get("processes") or []
+    users = [host_text(p.get("user")) for p in procs]
+    uw = max([4] + [len(u) for u in users])
+    table = [f"{'PID':>8}  {'USER':<{uw}}  COMMAND"]
+    table += [f"{p.get('pid'):>8}  {u:<{uw}}  {process_command(p.get('command'), limit=PROCESS_COMMAND_CHARS)}"
+              for p, u in zip(procs, users)]
+    lines.append("\n".join(table))
+    if plan.get("unit"):
+        lines.append(f"systemd unit: {host_text(plan['unit'])}")
+    if plan.get("note"):
+        lines.append("note: " + host_text(plan["note"]))
+    return lines
+
+
+def kill_command(plan: dict) -> str:
+    """The signal a stop sends first, as a command line (what the confirmation shows)."""
+    if plan.get("signal") == "group" and plan.get("pgid"):
+        return f"kill -TERM -- -{int(plan['pgid'])}"
+    pids = [str(int(p["pid"])) for p in plan.get("processes") or []]
+    return "kill -TERM " + " ".join(pids)
+
+
+class ServersController(Controller):
+    """Switch, restart, stop, adopt, import; what the server panel shows of the last switch."""
+
+    def __init__(self, app) -> None:
+        super().__init__(app)
+        self.switch_results: dict[str, dict] = {}  # profile -> the host's answer to its last switch or restart
+        self.switch_errors: dict[str, str] = {}    # a switch the agent refused (port in use, GPUs busy, ...)
+        self.switch_started: float | None = None
+        self.switch_stopped: str | None = None      # what the switch stops, as the server panel says it
+
+    # --- which rows are found servers -----------------------------------------------------------------------
+    def found_servers(self) -> list[dict]:
+        """Found servers no profile row shows, in the order of their rows after the profiles."""
+        return snapshots.found_servers(self.link, [p.name for p in self.app.profiles])
+
+    def found_record(self, name: str | None) -> dict | None:
+        rec = self.link.servers.get(name) if self.link is not None and name else None
+        return rec if rec is not None and rec.get("origin") in snapshots.FOUND_ORIGINS else None
+
+    def found_states(self) -> list[tuple[str, str]]:
+        return [(s["name"], s.get("state") or "stopped") for s in self.found_servers()]
+
+    def found_action_possible(self, action: str) -> bool:
+        """Whether ``A`` (adopt) or ``I`` (import_profile) applies to the highlighted row (footer, palette)."""
+        rec = self.found_record(self.app.highlighted_name()) if self.link is not None else None
+        return rec is not None and (action != "adopt" or is_external(rec))
+
+    def _highlighted_found(self, doing: str) -> dict | None:
+        rec = self.found_record(self.app.highlighted_name())
+        if rec is None:
+            self.notify(f"Highlight a server spectui did not start (the rows after the profiles) to {doing}.",
+                        severity="warning")
+        return rec
+
+    def switching_to(self) -> str | None:
+        """The profile a switch under way is starting (not one the host refused)."""
+        sw = self.link.switch if self.link is not None else None
+        return (sw.target if sw and sw.stage not in derive.FINAL and sw.target not in self.switch_errors
+                else None)
+
+    def profile_states(self) -> list[tuple[str, str]]:
+        servers = self.link.servers if self.link is not None else {}
+        return [(p.name, (servers.get(p.name) or {}).get("state", ServerState.STOPPED)) for p in self.app.profiles]
+
+    # --- enter, digits: switch ------------------------------------------------------------------------------
+    def request_switch(self, name: str) -> None:
+        link = self.app.ready_link()
+        if link is None:
+            return
+        profile = self.app.library.profiles.get(name)
+        if profile is None and self.found_record(name) is not None:
+            self.notify(f"{name} is a server spectui did not start, not a profile: x stops it, A adopts it, "
+                        f"I imports a profile from it.", severity="warning")
+            return
+        if profile is None:
+            self.notify(f"There is no profile named {name}.", severity="error")
+            return
+        current = link.servers.get(name)
+        if current and current.get("state") == ServerState.READY and current.get("profile_hash") == profile.content_hash:
+            self.notify(f"{name} is already running and ready.")
+            return
+        try:
+            command = launch_command(profile, link.session)
+        except SpectuiError as exc:
+            self.notify(str(exc), severity="error")
+            return
+        self._plan_switch_then_confirm(profile, command)
+
+    @worker(group="action")
+    async def _plan_switch_then_confirm(self, profile: Profile, command: str) -> None:
+        """Ask the host what a switch to ``profile`` stops (``server.plan_switch``, the rule ``switch`` itself
+        follows), then switch at once when it stops nothing, or confirm exactly that list first."""
+        try:
+            plan = await self.link.control().plan_switch(profile)
+        except (SpectuiError, OSError) as exc:
+            self.notify(str(exc), severity="error", timeout=15)
+            return
+        stops = plan.get("stops") or []
+        refused = [s for s in stops if not s.get("allowed", True)]
+        if refused:
+            s = refused[0]
+            self.notify(f"{profile.name} was not started: {s.get('name')} holds {s.get('holds')} and cannot be "
+                        f"stopped: {s.get('why_not')}", severity="error", timeout=20)
+            return
+        if plan.get("refusals"):
+            self.notify(f"{profile.name} was not started: {plan['refusals'][0]}", severity="error", timeout=20)
+            return
+        if not stops:
+            self._switch(profile, [])
+            return
+        lines = []
+        for s in stops:
+            if s.get("origin") == "external":
+                lines.append(f"{s.get('name')} will be stopped (spectui did not start it; SIGTERM, then SIGKILL "
+                             f"after {STOP_GRACE_S:g} s, each process checked by pid and start time):")
+                lines += holder_lines([s])
+            else:
+                state = (self.link.servers.get(str(s.get("name"))) or {}).get("state") or "running"
+                lines.append(f"This stops {s.get('name')} ({state}, pid {s.get('pid')}, holds {s.get('holds')}) "
+                             f"and waits until its GPU memory is free.")
+        lines.append(f"Then it starts {profile.name} and waits until it is ready.")
+        external = [s for s in stops if s.get("origin") == "external"]
+        stop_external = [pt for s in external for pt in confirmed_processes(s)] or None
+        names = [str(s.get("name")) for s in stops]
+
+        def answered(yes: bool | None) -> None:
+            if yes:
+                self._switch(profile, names, stop_external)
+
+        self.app.push_screen(ConfirmScreen(f"Switch to {profile.name}?", lines, command, yes="Switch"), answered)
+
+    @worker(group="action")
+    async def _switch(self, profile: Profile, stopping: list[str], stop_external: list[list[int]] | None = None):
+        async def switch(link) -> dict | None:
+            problems = await check_on_host(link.session, profile)
+            if problems:
+                self.notify(f"{profile.name} was not launched: {problems[0]}", severity="error", timeout=15)
+                return None
+            return await link.switch_to(profile, stop_external=stop_external)
+
+        await self._server_action(profile, f"switching to {profile.name}", "Switch refused", switch,
+                                  stopping=[n for n in stopping if n != profile.name], highlight=True)
+
+    # --- r: restart -----------------------------------------------------------------------------------------
+    def request_restart(self) -> None:
+        link = self.app.ready_link()
+        if link is None:
+            return
+        rec = self._shown_server(None)
+        if rec is None:
+            self.notify("No server to restart: switch to a profile first.", severity="warning")
+            return
+        profile = self.app.library.profiles.get(rec["name"])
+        if profile is None:
+            self.notify(f"{rec['name']} has no profile here, so it cannot be restarted from spectui.", severity="error")
+            return
+        command = launch_command(profile, link.session)
+        lines = [f"{rec['name']} is {rec['state']}" + (f" (pid {rec.get('pid')})." if rec.get("pid") else ".")]
+        if rec.get("state") in LIVE:
+            lines.append(f"It is stopped first (SIGTERM, then SIGKILL after {STOP_GRACE_S:g} s), then started again.")
+
+        def answered(yes: bool | None) -> None:
+            if yes:
+                self._restart(profile)
+
+        self.app.push_screen(ConfirmScreen(f"Restart {rec['name']}?", lines, command, yes="Restart"), answered)
+
+    @worker(group="action")
+    async def _restart(self, profile: Profile) -> None:
+        await self._server_action(profile, f"restarting {profile.name}", "Restart refused",
+                                  lambda link: link.restart(profile))
+
+    # --- what a switch and a restart share ------------------------------------------------------------------
+    async def _server_action(self, profile: Profile, doing: str, refused: str,
+                             act: Callable[[object], Awaitable[dict | None]], *, stopping: list[str] = (),
+                             highlight: bool = False) -> None:
+        """Start ``profile``'s server with ``act(link)`` (its answer, or None when it started nothing), one
+        action at a time: the server panel's clock and stages run meanwhile, and the outcome is kept and said.
+        ``highlight``: move the highlight to the profile's row first."""
+        if self.link is None or self.app.busy:
+            return
+
+        async def run() -> None:
+            self.switch_started = time.monotonic()
+            self.switch_stopped = ", ".join(stopping) or None
+            self.switch_results.pop(profile.name, None)
+            self.switch_errors.pop(profile.name, None)
+            if highlight:
+                self.app.highlight_row(profile.name)
+            self.refresh()
+            try:
+                result = await act(self.link)
+            except (SpectuiError, OSError) as exc:
+                self.switch_errors[profile.name] = str(exc)  # the server panel says why
+                raise
+            if result is not None:
+                self.switch_results[profile.name] = result
+                self._say_outcome(profile.name, result)
+
+        await self._busy_with(doing, run, refused=refused)
+
+    def _say_outcome(self, name: str, result: dict) -> None:
+        server = result.get("server") or {}
+        if server.get("state") in DOWN_STATES:
+            self.notify(f"{name} {server['state']}: {server.get('reason') or 'see its log (l)'}",
+                        severity="error", timeout=15)
+        elif server.get("state") == ServerState.READY:
+            self.notify(f"{name} is ready ({result.get('total_s', 0):.1f} s).")
+        else:
+            self.notify(f"{name}: {server.get('state')}", severity="warning")
+
+    # --- x: stop ----------------------------------------------------------------------------------------------
+    def _shown_server(self, name: str | None) -> dict | None:
+        name = name or self.app.focus()
+        return self.link.servers.get(name) if name else None
+
+    def request_stop(self, name: str | None = None) -> None:
+        if self.app.ready_link() is None:
+            return
+        rec = self._shown_server(name)
+        if rec is None or rec.get("state") not in LIVE:
+            self.notify(f"{name or (rec or {}).get('name') or 'No server'} is not running.", severity="warning")
+            return
+        if self.found_record(rec["name"]) is not None:
+            self._confirm_plan(rec["name"], "stop")  # what stopping it signals, as the host plans it
+            return
+        lines = [f"{rec['name']} is {rec['state']} (pid {rec.get('pid')}, port {rec.get('port')}).",
+                 f"It gets SIGTERM, then SIGKILL after {STOP_GRACE_S:g} s if it is still there; spectui waits until "
+                 f"its GPU memory is free."]
+        command = f"kill -TERM -- -{rec.get('pgid') or rec.get('pid')}"
+
+        def answered(yes: bool | None) -> None:
+            if yes:
+                self._stop(rec["name"])
+
+        self.app.push_screen(ConfirmScreen(f"Stop {rec['name']}?", lines, command, yes="Stop"), answered)
+
+    @worker(group="action")
+    async def _stop(self, name: str, confirmed: list[list[int]] | None = None) -> None:
+        """Stop server ``name``; ``confirmed``: the processes of a found server's plan the operator saw."""
+        async def stop() -> None:
+            r = await self.link.stop(name, confirmed=confirmed)
+            st = r.get("stop") or {}
+            self.notify(f"{name} stopped ({st.get('exit_s', 0):.1f} s, GPU memory free after "
+                        f"{st.get('release_s', 0):.1f} s).")
+
+        await self._busy_with(f"stopping {name}", stop, refused="Stop refused")
+
+    async def _busy_with(self, doing: str, act: Callable[[], Awaitable[None]], *, refused: str | None = None,
+                         timeout: float = 15) -> None:
+        """Run ``act`` as the one action under way (``app.busy``); an error is said in one notification."""
+        app = self.app
+        if app.busy:
+            return
+        app.busy = doing
+        self.refresh()
+        try:
+            await act()
+        except (SpectuiError, OSError) as exc:
+            if refused is None or not app.bench.notify_benchmarked(exc, refused):
+                self.notify(str(exc), severity="error", timeout=timeout)
+        finally:
+            app.busy = None
+            self.refresh()
+
+    # --- A: adopt -------------------------------------------------------------------------------------------
+    def request_adopt(self) -> None:
+        if self.app.ready_link() is None:
+            return
+        rec = self._highlighted_found("adopt it")
+        if rec is None:
+            return
+        if not is_external(rec):
+            self.notify(f"{rec['name']} is already spectui's: x stops it, a switch stops it when it is in the way.",
+                        severity="warning")
+            return
+        if rec.get("state") not in LIVE:
+            self.notify(f"{rec['name']} is not running.", severity="warning")
+            return
+        self._confirm_plan(rec["name"], "adopt")
+
+    @worker(group="action")
+    async def _confirm_plan(self, name: str, purpose: str) -> None:
+        try:
+            plan = await self.link.control().plan_stop(name)
+        except (SpectuiError, OSError) as exc:
+            self.notify(f"{name}: {exc}", severity="error", timeout=15)
+            return
+        if not plan.get("allowed", True):
+            self.notify(f"{name} cannot be {'stopped' if purpose == 'stop' else 'adopted'}: "
+                        f"{plan.get('why_not') or 'the host does not allow it.'}", severity="error", timeout=20)
+            return
+        confirmed = confirmed_processes(plan)
+        if purpose == "stop":
+            lines = plan_lines(plan, "stop")
+            lines.append("spectui checks each process's pid and start time before each signal, then waits until "
+                         "the GPU memory is free.")
+            title, yes, command = f"Stop {name}?", "Stop", kill_command(plan)
+        else:
+            lines = plan_lines(plan, "adopt")
+            lines.append("From then on spectui lists, watches, stops and switches it as its own; nothing is "
+                         "signalled now.")
+            title, yes, command = f"Adopt {name}?", "Adopt", None
+
+        def answered(yes_: bool | None) -> None:
+            if yes_:
+                (self._stop if purpose == "stop" else self._adopt)(name, confirmed)
+
+        self.app.push_screen(ConfirmScreen(title, lines, command, yes=yes), answered)
+
+    @worker(group="action")
+    async def _adopt(self, name: str, confirmed: list[list[int]]) -> None:
+        async def adopt() -> None:
+            view = await self.link.control().adopt(name, confirmed=confirmed)
+            view = view.get("server", view) if isinstance(view, dict) else {}
+            if view.get("name"):
+                self.link.record_server(view)
+            self.notify(f"{name} is adopted: spectui stops and switches it as its own from now on.")
+
+        await self._busy_with(f"adopting {name}", adopt, timeout=20)
+
+    # --- I: import a profile ----------------------------------------------------------------------------------
+    def request_import(self) -> None:
+        if self.app.ready_link() is None:
+            return
+        rec = self._highlighted_found("import a profile from it")
+        if rec is not None:
+            self._import(rec)
+
+    @worker(group="import", exclusive=True)
+    async def _import(self, rec: dict) -> None:
+        app = self.app
+        app.set_activity("import", f"reading the host's flag list to import {rec['name']}")
+        try:
+            flags = await host_flagset(self.link.session, rec)
+            name, path, notes = write_profile_from(rec, taken=set(app.library.profiles), flags=flags,
+                                                   where=None if app.demo else app.target.label)
+        except (SpectuiError, OSError) as exc:
+            self.notify(f"{rec['name']}: {exc}", severity="error", timeout=20)
+            return
+        finally:
+            app.set_activity("import", None)
+        app.reload_profiles()
+        names = app.row_names()
+        if rec["name"] in names:
+            app.highlight = names.index(rec["name"])
+        self.notify(f"Wrote profile {name} to {path}." + (f" Note: {notes[0]}" if notes else ""), timeout=20)
+        self.refresh()

@@ -1,0 +1,99 @@
+"""The order tests run in, for parallel runs (pytest-xdist): the longest start first, and tests are
+handed to the workers one at a time, so that a long test never starts last on one worker while
+the others sit idle.
+
+"Longest" comes from ``tests/durations.json``: how many seconds each test over ``RECORD_FLOOR_S``
+took (setup, call and teardown) in a recorded run. Tests it does not list keep their collection
+order after those. Refresh it with a run of the whole suite:
+
+    python3 -m pytest -q -n 4 --dist loadgroup --record-durations
+
+which rewrites the entries of the tests that ran (a stale entry only changes where a test starts).
+"""
+
+from __future__ import annotations
+
+import json
+from collections import defaultdict
+from pathlib import Path
+
+import pytest
+
+DURATIONS = Path(__file__).resolve().parents[1] / "durations.json"
+RECORD_FLOOR_S = 3.0
+
+
+def recorded_durations(path: Path = DURATIONS) -> dict:
+    try:
+        data = json.loads(path.read_text())
+    except (OSError, ValueError):
+        return {}
+    return {k: float(v) for k, v in data.items() if isinstance(v, (int, float))} if isinstance(data, dict) else {}
+
+
+def unsuffixed(nodeid: str) -> str:
+    """The test's id without the ``@group`` that ``--dist loadgroup`` appends to it (after any ``[params]``,
+    which may hold an ``@`` of their own)."""
+    head, at, tail = nodeid.rpartition("@")
+    return head if at and "::" in head and "]" not in tail else nodeid
+
+
+def longest_first(items: list, durations: dict) -> None:
+    """Sort ``items`` in place: recorded durations, longest first; the rest after them, as collected."""
+    items.sort(key=lambda item: -durations.get(item.nodeid, 0.0))
+
+
+def pytest_addoption(parser):
+    parser.addoption("--record-durations", action="store_true", default=False,
+                     help="write how long each test over %g s took to %s (it orders later runs: the longest "
+                          "start first)" % (RECORD_FLOOR_S, DURATIONS.relative_to(DURATIONS.parents[1])))
+
+
+def pytest_configure(config):
+    # pytest-xdist's load scheduling hands each worker a quarter of its share at once, in collection
+    # order: one at a time, the long tests at the front spread over the workers instead.
+    if config.pluginmanager.hasplugin("xdist") and getattr(config.option, "maxschedchunk", 0) is None:
+        config.option.maxschedchunk = 1
+    if config.getoption("record_durations") and not hasattr(config, "workerinput"):
+        config.pluginmanager.register(DurationRecorder(), "spectui-record-durations")  # the controller's
+
+
+def module_group(item):
+    """The module's name when the test uses a module-scoped fixture (a server, a built wheel): under
+    ``--dist loadgroup`` its module's tests then run on one worker, which sets the fixture up once."""
+    info = getattr(item, "_fixtureinfo", None)
+    defs = info.name2fixturedefs.values() if info is not None else ()
+    if any(d and d[-1].scope == "module" for d in defs):
+        return item.nodeid.split("::", 1)[0]
+    return None
+
+
+@pytest.hookimpl(tryfirst=True)  # before pytest-xdist names the groups (and so changes the test ids)
+def pytest_collection_modifyitems(config, items):
+    longest_first(items, recorded_durations())
+    for item in items:
+        group = module_group(item)
+        if group is not None and item.get_closest_marker("xdist_group") is None:
+            item.add_marker(pytest.mark.xdist_group(group))
+
+
+class DurationRecorder:
+    """Adds up each test's reported seconds (a parallel run's controller gets its workers' reports) and
+    writes them at the end of the session."""
+
+    def __init__(self, path: Path = DURATIONS) -> None:
+        self.path = path
+        self.spent: dict = defaultdict(float)
+
+    def pytest_runtest_logreport(self, report) -> None:
+        self.spent[unsuffixed(report.nodeid)] += report.duration
+
+    @pytest.hookimpl(trylast=True)
+    def pytest_sessionfinish(self, session) -> None:
+        durations = recorded_durations(self.path)
+        for nodeid, seconds in self.spent.items():
+            durations.pop(nodeid, None)
+            if seconds >= RECORD_FLOOR_S:
+                durations[nodeid] = round(seconds, 1)
+        ordered = dict(sorted(durations.items(), key=lambda kv: (-kv[1], kv[0])))
+        self.path.write_text(json.dumps(ordered, indent=1) + "\n")
