@@ -31,7 +31,8 @@ async def test_the_debug_log_screen_shows_console_and_agent_records(ui_env, debu
         await pilot.press("D")
         screen = await wait_for(pilot, lambda: isinstance(app.screen, DebugLogScreen) and app.screen, 5,
                                 "the debug log screen")
-        title = str(screen.query_one("#debug-log-title").render())
+        title = await wait_for(pilot, lambda: (t := str(screen.query_one("#debug-log-title").render())) and t, 5,
+                               "the title")
         assert str(debug_logging.path) in title and "attach it to a report" in title
         text = await wait_for(pilot, lambda: "agent started" in shown(screen) and shown(screen), 10, "the agent's record")
         assert "INFO    spectui.host.main: [demo (simulated host)] agent started" in text

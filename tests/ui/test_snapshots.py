@@ -9,8 +9,6 @@ fails here with a report (``snapshot_report.html``); when the change is meant, a
 
 from __future__ import annotations
 
-import asyncio
-import dataclasses
 import time
 from pathlib import Path
 
@@ -23,8 +21,7 @@ from spectui.core.bench import CompareEvent, Preset, build_comparison
 from spectui.core.bench.runs import RunResult
 from spectui.core.errors import HostKeyUnknown
 from spectui.core.profiles import load_profiles
-from spectui.core.session import HostTarget, open_session
-from spectui.core.source.browser import open_browser
+from spectui.core.session import HostTarget
 from spectui.ui.app import SpectuiApp
 from spectui.ui.benchjob import BenchJob
 from spectui.ui.screens.bench import BenchScreen
@@ -32,9 +29,6 @@ from spectui.ui.screens.confirm import ConfirmScreen
 from spectui.ui.screens.dialogs import HostKeyScreen
 from spectui.ui.screens.help import HelpScreen
 from spectui.ui.screens.logs import LogScreen
-from spectui.ui.screens.source import SourceScreen
-from spectui.ui.widgets.source_tree import SourceTree
-from tests.support.wheels import release_tree
 from tests.ui.fixed_host import MONOTONIC, NOW, STATE, FixedHost, frozen_clock, replace_in_console, server_record
 
 SIZES = [pytest.param((160, 50), id="160x50"), pytest.param((80, 24), id="80x24")]
@@ -281,46 +275,3 @@ def test_bench_results_compare_three_profiles(console, snap_compare, size):
 
     assert snap_compare(app, terminal_size=size, run_before=results)
 
-
-@pytest.fixture(scope="module")
-def sglang_tree() -> Path:
-    """SGLang 0.5.23's published wheel, unpacked (the release the demo's source browser reads)."""
-    return release_tree("0.5.23")
-
-
-@pytest.mark.timeout(600)  # the first test to use the release may download its wheel from PyPI
-@pytest.mark.parametrize("size", SIZES)
-def test_source_opens_the_eagle3_worker(console, snap_compare, size, sglang_tree, tmp_path):
-    """The source screen over SGLang's real source, read by a real agent on this machine; the title names
-    the tree by a fixed path (where it lies here differs from machine to machine)."""
-    app, _ = serving_eagle3(console)
-
-    async def source(pilot):
-        await settled(pilot)
-        session = await open_session(HostTarget.demo(str(tmp_path / "agent-state")))
-
-        async def held() -> None:  # closed with the app (its workers are cancelled as it exits)
-            try:
-                await asyncio.Event().wait()
-            finally:
-                await session.close()
-
-        app.run_worker(held(), group="snapshot-agent")
-        browser = await open_browser(session, sglang_root=str(sglang_tree))
-        browser.info = dataclasses.replace(browser.info, root="/opt/sglang/python")
-        app.push_screen(SourceScreen(browser, profile=app.library.profiles["kimi-eagle3"]))
-        await until(pilot, lambda: isinstance(app.screen, SourceScreen) and app.screen.query(SourceTree),
-                    "the source screen")
-        screen = app.screen
-        tree = screen.query_one(SourceTree)
-        await until(pilot, lambda: (tree.node_for("srt/speculative") is not None
-                                    and tree.node_for("srt/speculative").data["loaded"]), "the tree")
-        await pilot.press("a")
-        await until(pilot, lambda: screen._algorithms is not None, "the algorithms", timeout=60)
-        eagle3 = next(a for a in screen._algorithms.algorithms if a.name == "EAGLE3")
-        worker = eagle3.main_worker
-        screen.open_file(worker.path, worker.line)
-        await until(pilot, lambda: screen.view.path is not None and screen.view.target is not None, "the file")
-        await steady(pilot)
-
-    assert snap_compare(app, terminal_size=size, run_before=source)
