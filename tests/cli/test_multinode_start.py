@@ -17,4 +17,6 @@ def test_a_multi_node_profile_is_not_started_as_one_server(state_dir, capsys):
                        "single-host servers only: launch it with `spectui profiles render twonode-kimi-eagle3 "
                        "--for slurm|lws|shell`")
     assert main(["servers", "list", *host, "--json"]) == 0
-    assert json.loads(capsys.readouterr().out)["servers"] == []
+    # processes of other tests on this machine may show as external servers; none of spectui's own started
+    listed = json.loads(capsys.readouterr().out)["servers"]
+    assert [s for s in listed if s["origin"] != "external"] == []

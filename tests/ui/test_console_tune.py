@@ -70,7 +70,7 @@ async def test_T_on_the_benchmark_screen_tunes_the_highlighted_profile_live_and_
         def running_line():
             if tune.active and tune.bench is not None and tune.bench.progress is not None:
                 seen.add(screen.progress_plain)
-            return len(seen) >= 2 or not tune.active
+            return (len(seen) >= 2 and any("requests" in s and "run " in s for s in seen)) or not tune.active
 
         await wait_for(pilot, running_line, 120, "live progress of a run")
         assert any("measuring keagle and kbase first" in s for s in seen)
