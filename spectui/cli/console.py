@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import argparse
 import sys
+from pathlib import Path
 
 from spectui.cli.hostopts import (add_host_options, command_line, demo_ports, host_option_words, host_settings,
                                   host_words, target_from_args)
@@ -17,6 +18,26 @@ from spectui.core.session import HostTarget
 from spectui.core.settings import TELEMETRY_HZ_MAX, Settings
 
 TELEMETRY_HZ_DEFAULT = 1.0
+SCENARIOS = ("steady", "shift")   # the demo traffic's (spectui.agent.bench.traffic)
+SHIFT_AFTER_DEFAULT_S = 120.0
+SHIFT_AFTER_RANGE = (5.0, 3600.0)
+
+
+def _writable_here(path: str) -> bool:
+    """--record FILE: a folder that exists, and a FILE that is not a folder; else one sentence."""
+    p = Path(path).expanduser()
+    if p.is_dir():
+        print(f"spectui: --record {path} is a folder; give a file name, such as {p / 'session.spectui.gz'}.",
+              file=sys.stderr)
+        return False
+    if p.exists():
+        print(f"spectui: --record {path} exists; give another file name (a recording is never overwritten).",
+              file=sys.stderr)
+        return False
+    if not p.parent.is_dir():
+        print(f"spectui: --record {path}: the folder {p.parent} does not exist.", file=sys.stderr)
+        return False
+    return True
 
 
 def _console_options(p: argparse.ArgumentParser) -> None:
@@ -26,6 +47,9 @@ def _console_options(p: argparse.ArgumentParser) -> None:
     c.add_argument("--telemetry-hz", metavar="HZ", type=float,
                    help=f"GPU telemetry rate (default {TELEMETRY_HZ_DEFAULT:g} or telemetry_hz from the settings "
                         f"file, at most {TELEMETRY_HZ_MAX:g}; 0 turns telemetry off)")
+    c.add_argument("--record", metavar="FILE",
+                   help="record the session to FILE from the start (ctrl+r starts and stops recording in the "
+                        "console); spectui replay FILE plays it")
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -43,11 +67,29 @@ def register(sub: argparse._SubParsersAction) -> None:
     d.add_argument("--keep", action="store_true", help="leave the simulated servers running when quitting")
     d.add_argument("--state-dir", metavar="DIR", help="the simulated host's state folder")
     d.add_argument("--no-traffic", action="store_true", help="start without the demo's light background load")
+    d.add_argument("--scenario", choices=SCENARIOS, default="steady",
+                   help="the demo traffic's workload: steady (varied chat), or shift (a recurring job n-gram "
+                        "speculation thrives on, turning into varied chat after --shift-after seconds, so its "
+                        "acceptance collapses and the alerts fire)")
+    d.add_argument("--shift-after", metavar="S", type=float, default=SHIFT_AFTER_DEFAULT_S,
+                   help=f"seconds of the recurring job before the shift scenario's change (default "
+                        f"{SHIFT_AFTER_DEFAULT_S:g})")
     d.add_argument("--port-base", metavar="N", type=int,
                    help="the simulated servers listen on N, N+1, ... (default: demo.port_base from the settings "
                         "file, else the profiles' own ports, a taken one moved to a free one)")
     _console_options(d)
     d.set_defaults(func=run, console="demo")
+
+    r = sub.add_parser("replay", help="play a recorded session in the console (read-only)",
+                       description="Open the console on a recording (spectui connect|demo --record FILE, or "
+                                   "ctrl+r in the console): every panel and screen as it was, read-only. Keys: "
+                                   "space plays or pauses, left/right seek 10 s (shift: a minute), [ and ] change "
+                                   "the speed, home/end go to the start or the end.")
+    r.add_argument("file", metavar="FILE")
+    r.add_argument("--speed", metavar="X", type=float, default=1.0, help="play at X times (1 to 60; default 1)")
+    r.add_argument("--from", dest="start", metavar="S", type=float,
+                   help="start S seconds into the recording (default: where its first session opened)")
+    r.set_defaults(func=run_replay)
 
 
 def telemetry_hz(args: argparse.Namespace, settings: Settings) -> float:
@@ -85,6 +127,8 @@ def again_commands(args: argparse.Namespace):
         words += ["--state-dir", args.state_dir] if args.state_dir else []
         words += ["--no-traffic"] if args.no_traffic else []
         words += ["--port-base", str(args.port_base)] if args.port_base is not None else []
+        if args.scenario != "steady":
+            words += ["--scenario", args.scenario, "--shift-after", f"{args.shift_after:g}"]
     else:
         words = ["spectui", "connect", *([args.destination] if args.destination else []), *host_option_words(args)]
     for path in args.profiles or []:
@@ -99,6 +143,15 @@ def run(args: argparse.Namespace) -> int:
     hz = telemetry_hz(args, settings)
     if not 0 <= hz <= TELEMETRY_HZ_MAX:
         print(f"spectui: --telemetry-hz must be between 0 and {TELEMETRY_HZ_MAX:g}, not {hz:g}.", file=sys.stderr)
+        return 2
+    scenario = None
+    if args.console == "demo" and args.scenario != "steady":
+        if not SHIFT_AFTER_RANGE[0] <= args.shift_after <= SHIFT_AFTER_RANGE[1]:
+            print(f"spectui demo: --shift-after must be between {SHIFT_AFTER_RANGE[0]:g} and "
+                  f"{SHIFT_AFTER_RANGE[1]:g} seconds, not {args.shift_after:g}.", file=sys.stderr)
+            return 2
+        scenario = {"scenario": args.scenario, "shift_after_s": args.shift_after}
+    if args.record and not _writable_here(args.record):
         return 2
     no_host = missing_host(args, settings)
     if no_host:
@@ -121,8 +174,42 @@ def run(args: argparse.Namespace) -> int:
 
     target = build_target(args, settings, ports)
     app = SpectuiApp(target, library=library, keep=getattr(args, "keep", False), telemetry_hz=hz,
-                     traffic=not getattr(args, "no_traffic", False), settings=settings, again=again_commands(args))
+                     traffic=not getattr(args, "no_traffic", False), settings=settings, again=again_commands(args),
+                     record=args.record, traffic_scenario=scenario)
     app.run()
     if app.exit_note:
         print(app.exit_note)
+    return app.return_code or 0
+
+
+def run_replay(args: argparse.Namespace) -> int:
+    from spectui.core.recording import RecordingError, read_recording
+    from spectui.core.replay import ReplayLink
+
+    try:
+        recording = read_recording(args.file)
+    except RecordingError as exc:
+        print(f"spectui: {exc}.", file=sys.stderr)
+        return 1
+    try:
+        replay = ReplayLink(recording, speed=args.speed)
+    except ValueError as exc:
+        print(f"spectui: {exc}.", file=sys.stderr)
+        return 2
+    if args.start is not None and not 0 <= args.start <= recording.duration_s:
+        print(f"spectui: --from {args.start:g} is outside the recording (0 to {recording.duration_s:.0f} s).",
+              file=sys.stderr)
+        return 2
+    if recording.truncated:
+        print(f"spectui: {args.file} ends mid-write (the recording was cut off); it plays up to its last flush.",
+              file=sys.stderr)
+    if not sys.stdout.isatty() or not sys.stdin.isatty():
+        print("spectui: the console needs a terminal; `spectui recording info|export` reads a recording in "
+              "scripts.", file=sys.stderr)
+        return 2
+    from spectui.ui.app import SpectuiApp
+
+    settings = host_settings(args, report=False)  # the theme, the keymap (the console shows the problems)
+    app = SpectuiApp(replay.target, replay=replay, replay_from_s=args.start, settings=settings, traffic=False)
+    app.run()
     return app.return_code or 0

@@ -89,3 +89,8 @@ def flag_cache_dir() -> Path:
 def sglang_cache_dir() -> Path:
     """Unpacked SGLang source trees (``spectui.core.source.wheels``)."""
     return user_cache_dir() / "sglang"
+
+
+def recordings_dir() -> Path:
+    """Where the console's record key (ctrl+r) writes: ``recordings`` in :func:`user_data_dir`."""
+    return user_data_dir() / "recordings"

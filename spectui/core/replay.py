@@ -18,8 +18,12 @@ from __future__ import annotations
 import asyncio
 import time
 
+from spectui.core.bench.runs import ProgressBoard
 from spectui.core.errors import Disconnected
+from spectui.core.link_events import SessionOpened
 from spectui.core.live import HostLink, LinkState, SwitchProgress
+from spectui.core.profiles import Profile, ProfileLibrary
+from spectui.core.profiles.model import Node
 from spectui.core.recording import Recording
 from spectui.core.rpc import Event
 from spectui.core.servers import ServerControl
@@ -38,7 +42,9 @@ class ReplayLink(HostLink):
                  clock=time.time) -> None:
         header = recording.header
         label = header.get("target") or (header.get("host") or {}).get("hostname") or "recording"
-        super().__init__(HostTarget(kind="replay", destination=f"replay of {label}"), history=history)
+        simulated = header.get("kind") == "demo" or bool((header.get("host") or {}).get("simulated"))
+        super().__init__(HostTarget(kind="replay", destination=f"replay of {label}", simulated=simulated),
+                         history=history)
         self.recording = recording
         self.speed = self._valid_speed(speed)
         self.paused = False
@@ -46,11 +52,22 @@ class ReplayLink(HostLink):
         self.alerts: list[dict] = []   # alert changes recorded by the console, in order, up to the play head
         self.console_events: list[tuple[float, str, object]] = []   # the console's own (bench, l_star, note)
         self.logs: dict[str, list[dict]] = {}   # each server's log reads as the console received them, in order
+        self.bench = ProgressBoard()   # the benchmark runs' progress as the host reported it, up to the play head
         self.generation = 0   # bumped by each seek backwards: what was read from the replay before is gone
         self._clock = clock
         self._playing = f"replaying {self.target.destination}"
         self._next = 0
+        self._sessions = 0
         self.facts = dict(header.get("host") or {})
+
+    @property
+    def first_session_s(self) -> float:
+        """Where the recording first shows a session (before it, the recorded console was connecting)."""
+        return next((t for t, name, _ in self.recording.events if name == "session"), 0.0)
+
+    def profiles(self) -> ProfileLibrary:
+        """The profiles the recorded console had (as recorded: secrets masked)."""
+        return profiles_of(self.recording.header)
 
     @staticmethod
     def _valid_speed(speed: float) -> float:
@@ -95,8 +112,10 @@ class ReplayLink(HostLink):
         self.alerts = []
         self.console_events = []
         self.logs = {}
+        self.bench = ProgressBoard()
         self.generation += 1
         self._next = 0
+        self._sessions = 0
         self._set_state(LinkState.CONNECTING, self._playing)
 
     def _feed_until(self, position_s: float) -> None:
@@ -112,6 +131,8 @@ class ReplayLink(HostLink):
                 self.facts = data.get("facts") or self.facts
                 self.servers = {s["name"]: s for s in data.get("servers") or () if isinstance(s, dict)}
                 self._set_state(LinkState.CONNECTED, self._playing)
+                self.events.publish(SessionOpened(None, self._sessions))  # no session to call: read-only
+                self._sessions += 1
             elif name == "switch_begin" and isinstance(data, dict):
                 self.switch = SwitchProgress(str(data.get("target")), "starting")
                 self._changed()
@@ -120,6 +141,9 @@ class ReplayLink(HostLink):
                 self._set_state(LinkState.RECONNECTING, f"{data.get('reason') or 'disconnected'} (recorded)")
             elif name == "log" and isinstance(data, dict) and isinstance(data.get("reply"), dict):
                 self.logs.setdefault(str(data.get("name")), []).append(data["reply"])
+                self._changed()
+            elif name == "bench_progress" and isinstance(data, dict):
+                self.bench.on_event(Event(name, data, received_at))
                 self._changed()
             elif name == "alert" and isinstance(data, dict):
                 self.alerts.append(data)
@@ -141,9 +165,10 @@ class ReplayLink(HostLink):
         if not self.paused:
             self.seek(self.position_s + wall_s * self.speed)
 
-    async def run(self) -> None:
+    async def run(self, start_s: float | None = None) -> None:
+        """Play until :meth:`close`, from ``start_s`` (default: the first session)."""
         self._set_state(LinkState.CONNECTING, self._playing)
-        self._feed_until(0.0)
+        self.seek(self.first_session_s if start_s is None else start_s)
         last = time.monotonic()
         while not self._closing:
             await asyncio.sleep(TICK_S)
@@ -161,3 +186,24 @@ class ReplayLink(HostLink):
     # --- read-only ----------------------------------------------------------------------------------
     def control(self) -> ServerControl:
         raise Disconnected("This is a replay: nothing on the host can be started, stopped or benchmarked from it.")
+
+
+def profiles_of(header: dict) -> ProfileLibrary:
+    """A recording's profiles (its header's, as :meth:`Profile.redacted` wrote them), as a library."""
+    library = ProfileLibrary()
+    for d in header.get("profiles") or ():
+        if not isinstance(d, dict) or not isinstance(d.get("name"), str):
+            continue  # an older recording lists names only: the profile list shows the servers that ran
+        try:
+            nodes = tuple(Node(**n) for n in d.get("nodes") or ())
+        except TypeError:
+            nodes = ()
+        library.profiles[d["name"]] = Profile(
+            name=d["name"], model=str(d.get("model") or "?"), description=str(d.get("description") or ""),
+            python=d.get("python"), host=str(d.get("host") or "127.0.0.1"), port=int(d.get("port") or 0),
+            gpus=tuple(str(g) for g in d["gpus"]) if isinstance(d.get("gpus"), list) else None,
+            env=dict(d.get("env") or {}), args=dict(d.get("args") or {}),
+            launcher=tuple(d.get("launcher") or ()) or Profile.launcher, sim=dict(d.get("sim") or {}),
+            tags=tuple(d.get("tags") or ()), metrics=bool(d.get("metrics", True)), nodes=nodes,
+            dist_init_port=d.get("dist_init_port"), source=d.get("source"))
+    return library

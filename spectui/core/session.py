@@ -43,7 +43,7 @@ class HostTarget:
 
     @property
     def label(self) -> str:
-        if self.kind == "ssh":
+        if self.kind in ("ssh", "replay"):
             return self.destination or "?"
         return "demo (simulated host)" if self.kind == "demo" else "local"
 

@@ -30,6 +30,7 @@ from spectui.core.errors import (
 from spectui.core.link_events import LinkEvent
 from spectui.core.live import HostLink, LinkState
 from spectui.core.profiles import Profile, ProfileLibrary, load_profiles
+from spectui.core.replay import ReplayLink
 from spectui.core.servers import is_external
 from spectui.core.session import HostTarget
 from spectui.core.settings import Settings
@@ -40,6 +41,7 @@ from spectui.ui.controllers.alerts import AlertsController
 from spectui.ui.controllers.bench import BenchController
 from spectui.ui.controllers.logs import LOG_POLL_S, LogsController
 from spectui.ui.controllers.probe import ProbeController
+from spectui.ui.controllers.recording import RecordingController
 from spectui.ui.controllers.servers import ServersController
 from spectui.ui.controllers.source import SourceController
 from spectui.ui.controllers.telemetry import TelemetryController
@@ -49,7 +51,7 @@ from spectui.ui.draw import Styles
 from spectui.ui.gpu_processes import gpu_processes_view
 from spectui.ui.palette import ProfileCommands
 from spectui.ui.screens.connecting import ConnectingScreen
-from spectui.ui.screens.dashboard import DashboardScreen
+from spectui.ui.screens.dashboard import HOST_ACTIONS, DashboardScreen
 from spectui.ui.screens.alerts import AlertsScreen
 from spectui.ui.screens.debuglog import DebugLogScreen
 from spectui.ui.screens.describe import DescribeScreen
@@ -60,6 +62,7 @@ from spectui.ui.screens.logs import LogScreen
 from spectui.ui.usersettings import SettingsInConsole
 
 REFRESH_HZ = 4.0
+READ_ONLY = "This is a replay: nothing on the host can be started, stopped, benchmarked or probed from it."
 SERVER_INTERVAL_S = 1.0  # server frames; --telemetry-hz sets the GPU rate only
 LIVE = snapshots.LIVE
 
@@ -68,11 +71,19 @@ class SpectuiApp(App):
     CSS_PATH = "app.tcss"
     TITLE = "spectui"
     COMMANDS = App.COMMANDS | {ProfileCommands}
+    BINDINGS = keys.REPLAY  # a replay's play, pause, seek and speed (offered only in a replay)
 
     def __init__(self, target: HostTarget, *, library: ProfileLibrary | None = None, keep: bool = False,
                  telemetry_hz: float = 1.0, traffic: bool = True, refresh_hz: float = REFRESH_HZ,
-                 history: int = 3600, settings: Settings | None = None, again: AgainCommands | None = None) -> None:
+                 history: int = 3600, settings: Settings | None = None, again: AgainCommands | None = None,
+                 record: str | None = None, replay: ReplayLink | None = None, replay_from_s: float | None = None,
+                 traffic_scenario: dict | None = None) -> None:
         super().__init__()
+        self.replay = replay            # spectui replay FILE: the link plays a recording, read-only
+        self.replay_from_s = replay_from_s
+        if replay is not None:
+            target = replay.target
+            library = library if library is not None else replay.profiles()
         self.target = target
         self.again = again or AgainCommands.of_target(target)  # the commands the quit note suggests
         self.demo = target.kind == "demo"
@@ -105,13 +116,14 @@ class SpectuiApp(App):
         self.bench = BenchController(self)
         self.probe = ProbeController(self)
         self.source = SourceController(self)
-        self.traffic = TrafficController(self, available=self.demo, wanted=traffic)
+        self.traffic = TrafficController(self, available=self.demo, wanted=traffic, scenario=traffic_scenario)
         self.telemetry = TelemetryController(self, telemetry_hz)
         self.logs = LogsController(self)
         self.alerts = AlertsController(self, settings.alerts if settings is not None else None)
         self.tune = TuneController(self)  # T on the benchmark screen: a tune takes the benchmark's place
+        self.recording = RecordingController(self, record)  # --record FILE, ctrl+r
         self.controllers = (self.servers, self.bench, self.tune, self.probe, self.source, self.traffic,
-                            self.telemetry, self.logs, self.alerts)
+                            self.telemetry, self.logs, self.alerts, self.recording)
         self.user_settings = SettingsInConsole(self, settings)  # theme and keymap; None: none
 
     # --- setup ----------------------------------------------------------------------------------------------
@@ -126,6 +138,7 @@ class SpectuiApp(App):
         self.push_screen(ConnectingScreen(self.target.label))
         self.set_interval(1.0 / self.refresh_hz, self.tick)
         self.set_interval(LOG_POLL_S, self.logs.poll)
+        self.recording.start_wanted()
         self.connection()
 
     def _update_styles(self) -> None:
@@ -147,11 +160,17 @@ class SpectuiApp(App):
     # --- the connection worker ---------------------------------------------------------------------------------
     @work(exclusive=True, group="connection", exit_on_error=False)
     async def connection(self) -> None:
+        if self.replay is not None:
+            self.link = self.replay
+            self.replay.events.subscribe(self._hear)
+            await self.replay.run(self.replay_from_s)
+            return
         while True:
             link = HostLink(self.target, gpu_interval_s=self.telemetry.gpu_interval_s,
                             server_interval_s=SERVER_INTERVAL_S, history=self.history)
             link.events.subscribe(self._hear)
             self.link = link
+            self.recording.attach(link)
             self._connected_seen = False
             try:
                 await link.run()
@@ -213,6 +232,8 @@ class SpectuiApp(App):
             self._connected_seen = True
             self._on_connected()
         ev = message.event
+        if self.replay is not None:
+            return  # a replay's sessions have nothing to call
         for controller in self.controllers:
             controller.session_opened(ev.session, ev.reconnects)
 
@@ -257,6 +278,7 @@ class SpectuiApp(App):
             screen.show(self.header_view(), None if self.paused else gpu_processes_view(link))
         self.bench.sync()
         self.alerts.evaluate()
+        self.recording.sync()
         if not self.dashboard_visible():
             return
         key = (self._news, self._ui_version, int(time.monotonic()))
@@ -265,8 +287,7 @@ class SpectuiApp(App):
         self._seen = key
         self.refreshes += 1
         if self.paused:  # the header says so and the banner keeps the connection's news; the rest holds still
-            self.dashboard.show({"banner": snapshots.banner_view(link, self.activity_text(), self.alerts.banner()),
-                                 "header": self.header_view()})
+            self.dashboard.show({"banner": self.banner_view(), "header": self.header_view()})
             return
         self.dashboard.show(self.build_views())
 
@@ -288,7 +309,7 @@ class SpectuiApp(App):
         profile = self.library.profiles.get(name) if name else None
         servers, bench = self.servers, self.bench
         views: dict[str, object] = {
-            "banner": snapshots.banner_view(link, self.activity_text(), self.alerts.banner()),
+            "banner": self.banner_view(),
             "header": self.header_view(),
             "profiles": snapshots.profiles_view(link, self.profiles, self.highlight, self.profile_errors,
                                                 servers.switching_to(), bench.marked, bench.compare_baseline(),
@@ -324,7 +345,37 @@ class SpectuiApp(App):
                                      interconnect=self.probe.interconnect,
                                      traffic_paused=traffic.paused_by_bench(),
                                      traffic_streams=traffic.concurrency,
-                                     telemetry_hz=telemetry.hz if telemetry.on else None, paused=self.paused)
+                                     telemetry_hz=telemetry.hz if telemetry.on and self.replay is None else None,
+                                     paused=self.paused, recording=self.recording.header_text())
+
+    def banner_view(self):
+        """The connection's trouble, a firing alert, or work going on; in a replay, its time line first."""
+        if self.replay is not None:
+            return snapshots.replay_banner(self.replay, self.alerts.banner())
+        return snapshots.banner_view(self.link, self.activity_text(), self.alerts.banner())
+
+    # --- a replay's keys ----------------------------------------------------------------------------------------
+    def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
+        if action.startswith("replay_"):
+            return self.replay is not None
+        return True
+
+    def action_replay_pause(self) -> None:
+        self.replay.toggle_pause()
+        self.refresh_now()
+
+    def action_replay_seek(self, seconds: float) -> None:
+        self.replay.seek(self.replay.position_s + seconds)
+        self.refresh_now()
+
+    def action_replay_to(self, where: str) -> None:
+        self.replay.seek(0.0 if where == "start" else self.replay.duration_s)
+        self.refresh_now()
+
+    def action_replay_speed(self, step: int) -> None:
+        speed = self.replay.faster() if step > 0 else self.replay.slower()
+        self.notify(f"Replaying at {speed:g}x.")
+        self.refresh_now()
 
     # --- what the banner shows while work goes on ---------------------------------------------------------
     def set_activity(self, key: str, text: str | None) -> None:
@@ -428,6 +479,9 @@ class SpectuiApp(App):
     def ready_link(self) -> HostLink | None:
         """The link, when an action may start now; else None, and a notification says why."""
         link = self.link
+        if self.replay is not None:
+            self.notify(READ_ONLY, severity="warning")
+            return None
         if link is None or not link.connected:
             self.notify("Not connected: wait for the connection to come back.", severity="warning")
             return None
@@ -469,7 +523,7 @@ class SpectuiApp(App):
             return
         for b in keys.DASHBOARD:
             name = b.action.split("(")[0]
-            if name not in keys.PALETTE_ACTIONS:
+            if name not in keys.PALETTE_ACTIONS or (self.replay is not None and name in HOST_ACTIONS):
                 continue
             if name == "traffic" and not self.traffic.available:
                 continue
@@ -501,6 +555,9 @@ class SpectuiApp(App):
         else:
             self.notify("Not waiting to reconnect: an attempt is under way.")
 
+    def on_unmount(self) -> None:
+        self.recording.stop(redraw=False)  # however the console ends, what was recorded is closed and readable
+
     # --- quitting ---------------------------------------------------------------------------------------------------------------------------
     async def action_quit(self) -> None:
         self.quit_console()
@@ -516,7 +573,9 @@ class SpectuiApp(App):
         link = self.link
         note = None
         try:
-            if link is not None and link.connected:
+            if self.replay is not None:
+                pass  # nothing ran: nothing to stop or to tell
+            elif link is not None and link.connected:
                 if self.demo and not self.keep:
                     await self.bench.stop_for_quit()  # what it measured is saved before the servers go
                     self.busy = "stopping the demo servers"
@@ -549,7 +608,8 @@ class SpectuiApp(App):
         except (SpectuiError, OSError) as exc:
             note = f"spectui: while quitting: {exc}"
         finally:
-            self.exit_note = note or self.exit_note
+            recorded = self.recording.quit_note()
+            self.exit_note = " ".join(n for n in (note or self.exit_note, recorded) if n) or None
             if link is not None:
                 try:
                     await link.close()

@@ -83,6 +83,8 @@ DASHBOARD = [
                     "to a report"),
     Binding("exclamation_mark", "alerts", "Alerts", id="dashboard.alerts", show=False,
             tooltip="The alerts firing now, and every change"),
+    Binding("ctrl+r", "record", "Record", id="dashboard.record", show=False,
+            tooltip="Start recording the session to a file (spectui replay plays it), or stop"),
     Binding("question_mark", "help", "Help", id="dashboard.help", tooltip="Show every key"),
     Binding("q", "quit_console", "Quit", id="dashboard.quit",
             tooltip="Quit (servers on a real host keep running; the demo stops its own)"),
@@ -151,6 +153,24 @@ DEBUG_LOG = [
     Binding("escape,q,D", "close", "Back", id="debug_log.back", tooltip="Back to the dashboard"),
 ]
 
+# The App's own: offered only while replaying a recording (spectui replay FILE).
+REPLAY = [
+    Binding("space", "replay_pause", "Play/pause", id="replay.pause", tooltip="Replay: pause or play"),
+    Binding("left", "replay_seek(-10)", "-10 s", id="replay.back", tooltip="Replay: back 10 seconds"),
+    Binding("right", "replay_seek(10)", "+10 s", id="replay.forward", tooltip="Replay: forward 10 seconds"),
+    Binding("shift+left", "replay_seek(-60)", "-1 min", id="replay.back_minute", show=False,
+            tooltip="Replay: back a minute"),
+    Binding("shift+right", "replay_seek(60)", "+1 min", id="replay.forward_minute", show=False,
+            tooltip="Replay: forward a minute"),
+    Binding("left_square_bracket", "replay_speed(-1)", "Slower", id="replay.slower",
+            tooltip="Replay: slower (60, 30, 10, 5, 2, 1x)"),
+    Binding("right_square_bracket", "replay_speed(1)", "Faster", id="replay.faster",
+            tooltip="Replay: faster (1, 2, 5, 10, 30, 60x)"),
+    Binding("home", "replay_to('start')", "Start", id="replay.start", show=False,
+            tooltip="Replay: back to the start"),
+    Binding("end", "replay_to('end')", "End", id="replay.end", show=False, tooltip="Replay: to the end"),
+]
+
 ALERTS = [Binding("escape,q,exclamation_mark", "close", "Back", id="alerts.back", tooltip="Back to the dashboard")]
 
 PICKER = [Binding("escape", "cancel", "Cancel", id="picker.cancel", tooltip="Close without choosing")]
@@ -168,12 +188,12 @@ PALETTE_HELP = "Command palette: Switch to / Stop for each profile, and every ke
 # Groups shown by the help screen, in order.
 HELP_GROUPS = (("Dashboard", DASHBOARD), ("Log screen", LOGS), ("Benchmark screen", BENCH),
                ("Source screen", SOURCE), ("GPU process screen", GPU_PROCESSES), ("Describe screen", DESCRIBE),
-               ("Debug log screen", DEBUG_LOG), ("Alerts screen", ALERTS))
+               ("Debug log screen", DEBUG_LOG), ("Alerts screen", ALERTS), ("Replay (spectui replay)", REPLAY))
 
 # Actions that make sense as palette commands (digits and movement do not).
 PALETTE_ACTIONS = ("switch", "stop", "adopt", "import_profile", "restart", "logs", "filter", "source", "bench", "compare", "results", "probe",
                    "traffic", "retry_now", "gpu_processes", "describe", "pause", "telemetry_faster",
-                   "telemetry_slower", "filter_profiles", "debug_log", "alerts", "help", "quit_console")
+                   "telemetry_slower", "filter_profiles", "debug_log", "alerts", "record", "help", "quit_console")
 # A palette title where the footer's short label would not say enough.
 PALETTE_TITLES = {"probe": "Run verify-cost probe", "bench": "Benchmark the ready server",
                   "adopt": "Adopt the highlighted server", "import_profile": "Import a profile from the server",
@@ -181,7 +201,8 @@ PALETTE_TITLES = {"probe": "Run verify-cost probe", "bench": "Benchmark the read
                   "gpu_processes": "GPU processes", "describe": "Describe the highlighted server",
                   "pause": "Pause or resume the display", "telemetry_faster": "GPU telemetry faster",
                   "telemetry_slower": "GPU telemetry slower", "filter_profiles": "Filter the profile list",
-                  "debug_log": "Debug log (spectui's own)", "alerts": "Alerts"}
+                  "debug_log": "Debug log (spectui's own)", "alerts": "Alerts",
+                  "record": "Record the session, or stop recording"}
 
 
 def key_names(binding: Binding, keymap: dict[str, str] | None = None) -> list[str]:
@@ -207,7 +228,8 @@ def palette_title(binding: Binding) -> str:
 
 # --- the keymap of the settings file ---------------------------------------------------------------------------------
 # The screens whose keys share one keymap id space, each checked for two bindings on one key.
-KEYMAP_GROUPS = (DASHBOARD, LOGS, BENCH, SOURCE, GPU_PROCESSES, DESCRIBE, DEBUG_LOG, ALERTS, PICKER, CLOSE, CONFIRM)
+KEYMAP_GROUPS = (DASHBOARD, LOGS, BENCH, SOURCE, GPU_PROCESSES, DESCRIBE, DEBUG_LOG, ALERTS, REPLAY, PICKER, CLOSE,
+                 CONFIRM)
 _MODIFIERS = ("ctrl", "shift", "alt", "meta", "super", "hyper")
 # Named keys Textual reports: escape, enter, f1..f24, up, pageup, ... and printable characters by name
 # (question_mark, slash, space, ...), as textual.keys._character_to_key names them.

@@ -107,7 +107,7 @@ REPLY_LATE_S = 3.0  # the host pings every 2 s: silence this long shows as "last
 
 def header_view(link: HostLink, *, traffic: bool | None, busy: str | None, interconnect: str | None = None,
                 traffic_paused: bool = False, traffic_streams: int | None = None,
-                telemetry_hz: float | None = None, paused: bool = False) -> HeaderView:
+                telemetry_hz: float | None = None, paused: bool = False, recording: str | None = None) -> HeaderView:
     facts = link.facts or {}
     frame = link.gpu
     gpus = frame.gpus if frame is not None and frame.gpus else ()
@@ -142,12 +142,37 @@ def header_view(link: HostLink, *, traffic: bool | None, busy: str | None, inter
     silent = int(age) if age is not None and age >= REPLY_LATE_S else None
     return HeaderView(host, link.target.kind, bool(facts.get("simulated", link.target.simulated)), model, count,
                       sglang, link.state.value, rtt, traffic, busy, interconnect, traffic_paused, traffic_streams,
-                      silent, sglang_note, *_ports_notes(link.target.ports), telemetry_hz=telemetry_hz, paused=paused)
+                      silent, sglang_note, *_ports_notes(link.target.ports), telemetry_hz=telemetry_hz, paused=paused,
+                      recording=recording)
 
 
 def _ports_notes(ports: DemoPorts | None) -> tuple[str | None, str | None]:
     """The header's word on the demo's moved ports, long and short; none when nothing moved."""
     return (ports.note, ports.short_note) if ports is not None else (None, None)
+
+
+def clock(seconds: float) -> str:
+    """``2:05``, ``1:02:05``."""
+    s = int(seconds)
+    return f"{s // 3600}:{s % 3600 // 60:02d}:{s % 60:02d}" if s >= 3600 else f"{s // 60}:{s % 60:02d}"
+
+
+def replay_banner(replay, alert: str | None = None, bar: int = 20) -> BannerView:
+    """A replay's time line: playing or paused, the speed, where the play head is of how long, as a bar; then
+    a recorded drop, else a firing alert (as it fired then)."""
+    duration = replay.duration_s
+    at = min(replay.position_s, duration)
+    filled = int(round(bar * at / duration)) if duration > 0 else bar
+    mark = "■ end" if replay.at_end and at >= duration else ("Ⅱ paused" if replay.paused else "▶")
+    text = f"{mark} {replay.speed:g}x {clock(at)} / {clock(duration)} {'━' * filled}{'─' * (bar - filled)}"
+    if replay.state is LinkState.RECONNECTING:
+        return BannerView(f"{text} · {replay.message}", "warning")
+    if alert:
+        return BannerView(f"{text} · {alert}", "warning")
+    runs = replay.bench.active()
+    if runs:
+        return BannerView(f"{text} · benchmark {runs[-1].run_id}: {runs[-1].line()}", "info")
+    return BannerView(text, "info")
 
 
 def banner_view(link: HostLink, activity: str | None = None, alert: str | None = None) -> BannerView:

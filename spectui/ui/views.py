@@ -61,6 +61,7 @@ class HeaderView:
     ports_short: str | None = None  # the same where the row is short: "ports 30100"
     telemetry_hz: float | None = None  # the GPU telemetry rate (+ and - change it); None: telemetry off
     paused: bool = False           # the display is paused (z): the panels hold still, telemetry goes on
+    recording: str | None = None   # "REC 1:23 · 0.4 MB" while the session is being recorded (ctrl+r, --record)
 
 
 @dataclass(frozen=True)

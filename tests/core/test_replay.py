@@ -89,13 +89,15 @@ async def test_a_recorded_session_replays_frame_for_frame(state_dir, tmp_path, n
         replay.control()
 
 
+class Clock:
+    """A recording's clock, moved by hand."""
+    t = 5000.0
+
+    def __call__(self):
+        return self.t
+
+
 def test_speed_pause_and_seek_bounds(tmp_path):
-    class Clock:
-        t = 5000.0
-
-        def __call__(self):
-            return self.t
-
     clock = Clock()
     w = RecordingWriter(tmp_path / "r.gz", {"target": "x"}, clock=clock)
     for i in range(120):
@@ -119,3 +121,34 @@ def test_speed_pause_and_seek_bounds(tmp_path):
     assert replay.slower() == 2.0
     with pytest.raises(ValueError, match="from 1x to 60x"):
         replay.set_speed(120)
+
+
+def test_a_recorded_benchmark_shows_its_progress_up_to_the_play_head_and_the_profiles_come_back(tmp_path):
+    from spectui.core.profiles import load_profiles
+
+    clock = Clock()
+    (tmp_path / "p").mkdir()
+    (tmp_path / "p" / "e.yaml").write_text(
+        "name: kimi-eagle3\nmodel: moonshotai/Kimi-K2.5\nport: 30001\ngpus: [0, 1]\nenv: {HF_TOKEN: hf_secret}\n"
+        "args:\n  tp-size: 2\n  speculative-algorithm: EAGLE3\n  api-key: sk-secret\n")
+    profile = load_profiles([str(tmp_path / "p")]).get("kimi-eagle3")
+    w = RecordingWriter(tmp_path / "r.gz", {"target": "root@gpu-box", "profiles": [profile.redacted()]}, clock=clock)
+    clock.t += 1
+    w.write("session", {"facts": {"hostname": "gpu-box"}, "servers": []})
+    for i in range(10):
+        clock.t += 1.0
+        w.write("bench_progress", {"run_id": "r-1", "state": "done" if i == 9 else "running", "done": i,
+                                   "total": 9, "tok_s": 60.0 + i})
+    w.close()
+    replay = ReplayLink(read_recording(tmp_path / "r.gz"))
+    replay.seek(5.5)
+    (run,) = replay.bench.active()
+    assert (run.done, run.tok_s) == (3, 63.0)   # the events at 2 to 5 s
+    replay.seek(replay.duration_s)
+    assert replay.bench.active() == [] and replay.bench.runs["r-1"].state == "done"
+    replay.seek(2.5)   # backwards: the board is as it was then
+    assert replay.bench.runs["r-1"].done == 0
+    (back,) = replay.profiles()
+    assert back.name == "kimi-eagle3" and back.algorithm == "EAGLE3" and back.gpus == ("0", "1")
+    assert back.env == {"HF_TOKEN": "<redacted>"} and back.args["api-key"] == "<redacted>"  # never the secret
+    assert back.port == 30001 and back.model == "moonshotai/Kimi-K2.5"

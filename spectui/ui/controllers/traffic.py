@@ -14,8 +14,9 @@ NOT_HERE = "spectui sends no requests to a real host's servers unless asked (ben
 
 
 class TrafficController(Controller):
-    def __init__(self, app, *, available: bool, wanted: bool) -> None:
+    def __init__(self, app, *, available: bool, wanted: bool, scenario: dict | None = None) -> None:
         super().__init__(app)
+        self.scenario = dict(scenario or {})  # spectui demo --scenario shift: {"scenario": "shift", ...}
         self.available = available          # the demo only
         self.wanted = available and wanted  # what the operator asked for (t)
         self.on = False                      # what the host last confirmed
@@ -65,7 +66,7 @@ class TrafficController(Controller):
             return
         try:
             if on:
-                await link.session.client.call("traffic.start", {"concurrency": self.concurrency})
+                await link.session.client.call("traffic.start", {**self.scenario, "concurrency": self.concurrency})
             else:
                 await link.session.client.call("traffic.stop")
             self.on = on

@@ -23,6 +23,11 @@ from spectui.ui.widgets.server import ServerPanel
 from spectui.ui.widgets.speculative import SpecPanel
 from spectui.ui.widgets.throughput import ThroughputPanel
 
+# What a replay cannot do: each acts on the host (or on a benchmark run there)
+HOST_ACTIONS = frozenset({"switch", "switch_number", "stop", "adopt", "import_profile", "restart", "source", "mark",
+                          "bench", "compare", "results", "probe", "traffic", "traffic_concurrency", "retry_now",
+                          "telemetry_faster", "telemetry_slower", "record"})
+
 
 class DashboardScreen(Screen):
     BINDINGS = keys.DASHBOARD
@@ -105,6 +110,8 @@ class DashboardScreen(Screen):
 
     # --- keys -------------------------------------------------------------------------------------------------
     def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
+        if self.app.replay is not None and action in HOST_ACTIONS:
+            return False  # a replay acts on nothing (and space plays or pauses it)
         if action == "traffic":
             return self.app.traffic.available
         if action in ("adopt", "import_profile"):  # offered while a server spectui did not start is highlighted
@@ -178,6 +185,9 @@ class DashboardScreen(Screen):
 
     def action_debug_log(self) -> None:
         self.app.open_debug_log()
+
+    def action_record(self) -> None:
+        self.app.recording.toggle()
 
     def action_alerts(self) -> None:
         self.app.open_alerts()

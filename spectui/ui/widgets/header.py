@@ -56,6 +56,8 @@ def header_row(view: HeaderView | None, st: Styles, *, rtt: bool = True, simulat
         row.add(f" · GPU {view.telemetry_hz:g} Hz", st.dim)
     if view.paused:
         row.add(*sep).add("paused", st.warn)  # stays when the row is short: the panels hold still
+    if view.recording:
+        row.add(*sep).add(f"● {view.recording}", st.bad)  # stays: what is written to disk is news
     if traffic and view.traffic is not None:
         if view.traffic_paused:
             row.add(*sep).add("traffic paused", st.warn)

@@ -1,0 +1,114 @@
+"""Record a demo session in the console (--record, ctrl+r) and replay it (spectui replay): the replay shows
+what the console received, frame for frame, in the same panels and screens, with play, pause, seek and speed,
+and acts on nothing."""
+
+from __future__ import annotations
+
+import dataclasses
+
+from spectui.core.recording import read_recording
+from spectui.core.replay import ReplayLink
+from spectui.ui.app import SpectuiApp
+from spectui.ui.screens.logs import LogScreen
+from tests.ui.support import connected, panel_text, server_state, wait_for
+from tests.ui.test_console_pilot import SIZE, make_app, names
+
+
+def bare(frame):
+    return dataclasses.replace(frame, received_at=0.0)
+
+
+async def test_a_recorded_session_replays_in_the_console_read_only(ui_env):
+    path = ui_env.tmp / "session.spectui.gz"
+    app = make_app(ui_env, record=str(path))
+    async with app.run_test(size=SIZE) as pilot:
+        await connected(pilot, app)
+        await wait_for(pilot, lambda: "● REC" in panel_text(app, "header"), 5, "the REC mark")
+        await pilot.press(str(names(app).index("beta") + 1))
+        await wait_for(pilot, lambda: server_state(app, "beta") == "ready" and app.busy is None, 60, "beta ready")
+        await app.link.session.client.call("traffic.start", {"concurrency": 2, "seed": 4})
+        await wait_for(pilot, lambda: (s := app.link.series.get("beta")) is not None and s.latest is not None
+                       and s.latest.accept_length.value is not None, 60, "an accept length")
+        await wait_for(pilot, lambda: "fired up" in "\n".join(app.logs.tail("beta").tail(40)), 20, "the log tail")
+        await pilot.pause(1.5)
+        await app.link.session.client.call("traffic.stop")
+        app.quit_console()
+        await wait_for(pilot, lambda: app.exit_note is not None and "recorded to" in app.exit_note, 60, "quitting")
+    live_last = bare(app.link.series["beta"].latest)
+    assert f"`spectui replay {path}` plays it" in app.exit_note
+
+    rec = read_recording(path)
+    assert not rec.truncated
+    assert {p["name"] for p in rec.header["profiles"]} == {"alpha", "beta", "broken"}
+    replay = ReplayLink(rec, speed=60)
+    app2 = SpectuiApp(replay.target, replay=replay)
+    async with app2.run_test(size=SIZE) as pilot:
+        await wait_for(pilot, lambda: app2.screen is app2.dashboard, 20, "the replay's dashboard")
+        assert names(app2) == ["alpha", "beta", "broken"]  # the recorded console's profiles
+        assert "replay of demo" in panel_text(app2, "header")
+        await wait_for(pilot, lambda: replay.at_end, 60, "the end of the recording")
+        await pilot.pause(0.5)
+        assert bare(app2.link.series["beta"].latest) == live_last  # the last frame, as it was received live
+        banner = panel_text(app2, "banner")
+        assert "■ end 60x" in banner and "━" * 20 in banner
+        # the panels follow the recorded server, as live
+        await pilot.press(*["down"] * (names(app2).index("beta")))
+        spec = panel_text(app2, "spec")
+        assert f"{live_last.accept_length.value:.2f}" in spec, spec
+        # pause, seek back, speed: the play head moves only while playing
+        await pilot.press("space")
+        await pilot.press("home")
+        assert replay.paused and replay.position_s == 0.0 and "Ⅱ paused" in panel_text(app2, "banner")
+        await pilot.press("right", "right")
+        assert replay.position_s == 20.0 or replay.at_end
+        await pilot.pause(0.6)
+        assert replay.position_s == 20.0 or replay.at_end  # paused: it stays
+        await pilot.press("left_square_bracket")
+        assert replay.speed == 30
+        await pilot.press("space")
+        await wait_for(pilot, lambda: replay.at_end, 30, "the end again")
+        # read-only: the switch key is not offered and starts nothing; the log screen shows the recorded log
+        before = dict(replay.servers)
+        await pilot.press("s", "x", "b")
+        await pilot.pause(0.5)
+        assert replay.servers == before and app2.busy is None
+        offered = {b.binding.action for b in app2.screen.active_bindings.values() if b.enabled and b.binding.show}
+        assert "replay_pause" in offered and "switch" not in offered and "bench" not in offered
+        await pilot.press("l")
+        screen = await wait_for(pilot, lambda: isinstance(app2.screen, LogScreen) and app2.screen, 10, "the log")
+        await wait_for(pilot, lambda: any("fired up" in ln for ln in screen.view.lines), 10, "the recorded log")
+        await pilot.press("escape")
+        app2.quit_console()
+    assert app2.exit_note is None  # a replay stops nothing and records nothing
+
+
+async def test_ctrl_r_starts_and_stops_a_recording_in_the_recordings_folder(ui_env):
+    app = make_app(ui_env)
+    async with app.run_test(size=SIZE) as pilot:
+        await connected(pilot, app)
+        assert "REC" not in panel_text(app, "header")
+        await pilot.press("ctrl+r")
+        await wait_for(pilot, lambda: "● REC 0:0" in panel_text(app, "header"), 5, "the REC mark")
+        path = app.recording.writer.path
+        assert path.parent == ui_env.tmp / "data" / "recordings" and path.name.startswith("demo")
+        await pilot.pause(1.5)
+        await pilot.press("ctrl+r")
+        await wait_for(pilot, lambda: "REC" not in panel_text(app, "header"), 5, "the REC mark to go")
+    rec = read_recording(path)
+    kinds = {ev for _, ev, _ in rec.events}
+    assert rec.events[0][1] == "session" and "gpu" in kinds   # starts with the session as it was
+    assert not rec.truncated
+
+
+async def test_the_demo_scenario_reaches_the_host_traffic(ui_env):
+    app = make_app(ui_env, traffic=True, traffic_scenario={"scenario": "shift", "shift_after_s": 30.0})
+    async with app.run_test(size=SIZE) as pilot:
+        await connected(pilot, app)
+        await wait_for(pilot, lambda: app.traffic.on, 10, "the demo traffic")
+        status = await app.link.session.client.call("traffic.status")
+        assert status["scenario"] == "shift" and status["phase"] == "recurring"
+        await pilot.press("c")  # more streams: the same scenario
+        await wait_for(pilot, lambda: app.traffic.concurrency == 4 and app.traffic.on, 10, "4 streams")
+        await pilot.pause(0.5)
+        status = await app.link.session.client.call("traffic.status")
+        assert status["scenario"] == "shift" and status["concurrency"] == 4
