@@ -21,8 +21,6 @@ import argparse
 import asyncio
 import dataclasses
 import os
-import signal
-import socket
 import sys
 import tempfile
 import time
@@ -35,18 +33,15 @@ from spectui.agent.servers.figures import HISTORY_S as AGENT_WINDOW_S  # noqa: E
 from spectui.core.live import HostLink  # noqa: E402
 from spectui.core.profiles import load_profiles  # noqa: E402
 from spectui.core.servers import ServerControl  # noqa: E402
-from spectui.core.errors import SpectuiError  # noqa: E402
-from spectui.core.session import HostTarget, open_session  # noqa: E402
+from spectui.core.session import HostTarget  # noqa: E402
 
+from demo_host import free_port, interruptible, stop_everything, wait_for  # noqa: E402  (this folder)
+
+SCRIPT = "soak"
 HZ = 10.0
 RSS_FLOOR_KB = 2048
 PROFILE = "kimi-eagle3"
 
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 def usage(pid: int) -> dict:
@@ -77,49 +72,7 @@ def line(label: str, u: dict) -> str:
     return f"  {label:<22} RSS {u['rss_kb'] / 1024:8.1f} MB   threads {u['threads']:3d}   fds {u['fds']:4d}"
 
 
-async def wait_for(cond, timeout: float, what: str) -> None:
-    deadline = time.monotonic() + timeout
-    while not cond():
-        if time.monotonic() > deadline:
-            raise SystemExit(f"soak: {what} within {timeout:g} s did not happen")
-        await asyncio.sleep(0.2)
 
-
-async def stop_everything(link, target: HostTarget) -> None:
-    """Stop the demo traffic and every server this run started: over the link while it lasts, else
-    over a new session to the same simulated host (an interrupt may have ended the agent)."""
-    session, fresh = link.session, None
-    try:
-        if session is None or session.client.closed.is_set():
-            session = fresh = await open_session(target)
-        else:
-            try:
-                await session.client.call("traffic.stop", timeout=5)
-            except SpectuiError:
-                session = fresh = await open_session(target)
-        ctl = ServerControl(session)
-        for srv in await ctl.list():
-            if srv["state"] not in ("stopped", "failed", "crashed"):
-                await ctl.stop(srv["name"])
-    except SpectuiError as exc:
-        print(f"soak: could not stop the servers ({exc}); see `spectui servers list --demo --state-dir "
-              f"{target.state_dir}`", file=sys.stderr)
-    finally:
-        if fresh is not None:
-            await fresh.close()
-
-
-async def interruptible(work) -> int:
-    """Run ``work``; SIGTERM or SIGINT cancels it, so that its cleanup (stopping the servers) runs."""
-    task = asyncio.ensure_future(work)
-    loop = asyncio.get_running_loop()
-    for sig in (signal.SIGTERM, signal.SIGINT):
-        loop.add_signal_handler(sig, task.cancel)
-    try:
-        return await task
-    except asyncio.CancelledError:
-        print("soak: interrupted; the servers it started were stopped", file=sys.stderr)
-        return 130
 
 
 async def soak(args) -> int:
@@ -130,7 +83,7 @@ async def soak(args) -> int:
                         server_interval_s=1 / HZ, history=args.history)
         runner = asyncio.create_task(link.run())
         try:
-            await wait_for(lambda: link.connected or runner.done(), 120, "connecting to the simulated host")
+            await wait_for(lambda: link.connected or runner.done(), 120, "connecting to the simulated host", SCRIPT)
             if runner.done():
                 runner.result()
             session = link.session
@@ -140,7 +93,7 @@ async def soak(args) -> int:
                 print(f"soak: {PROFILE} did not become ready: {r['server'].get('reason')}", file=sys.stderr)
                 return 1
             await session.client.call("traffic.start", {"concurrency": 1})
-            await wait_for(lambda: PROFILE in link.series, 30, "the first server frame")
+            await wait_for(lambda: PROFILE in link.series, 30, "the first server frame", SCRIPT)
             agent_pid = int(session.hello["pid"])
             me = os.getpid()
             warmup = max(args.warmup, args.history / HZ, AGENT_WINDOW_S) + 5
@@ -153,7 +106,7 @@ async def soak(args) -> int:
             events = link.version - version0
             took = time.monotonic() - t0
         finally:
-            await stop_everything(link, target)  # also when interrupted: leave no server running
+            await stop_everything(link, target, SCRIPT)  # also when interrupted: leave no server running
             await link.close()
             runner.cancel()
     print(f"soak: {took:.0f} s after a {warmup:.0f} s warm-up; GPU and server frames at {HZ:g} Hz, "
@@ -180,7 +133,7 @@ def main() -> int:
     ap.add_argument("--history", type=int, default=3600, help="frames the link keeps per series, as the console "
                     "(default 3600)")
     args = ap.parse_args()
-    return asyncio.run(interruptible(soak(args)))
+    return asyncio.run(interruptible(soak(args), SCRIPT))
 
 
 if __name__ == "__main__":

@@ -7,7 +7,12 @@
   ``Received sigquit from a child process``, then the whole process tree is killed (SIGKILL,
   the leader included, as ``kill_process_tree`` does);
 * hang (``--sim-hang-after S``): the server stops answering anything, ``/health`` included,
-  its ranks spin at 100% utilization (a stuck collective), and only a signal ends it.
+  its ranks spin at 100% utilization (a stuck collective), and only a signal ends it;
+* slowdown (``--sim-slow-after S``, ``--sim-slow-factor F``, default 6): from then on every
+  forward pass, prefill, decode and verify alike, takes F times as long, as when a GPU throttles
+  its clocks (a power or thermal limit) or one rank straggles and every collective waits for it.
+  Nothing is logged and ``/health`` still answers; generation throughput falls F-fold and, under
+  load, requests pile up in the queue while the ranks read busy.
 """
 
 from __future__ import annotations
@@ -116,6 +121,12 @@ def die_like_kill_process_tree(ranks) -> None:
     except (OSError, ValueError):
         pass
     os.kill(os.getpid(), signal.SIGKILL)
+
+
+def slow_down(scheduler, factor: float) -> None:
+    """Make every forward pass of ``scheduler`` ``factor`` times slower from its next step on."""
+    if scheduler is not None:
+        scheduler.slow_factor = float(factor)
 
 
 def hang_forever(ranks) -> None:

@@ -1,7 +1,7 @@
 """The alert rules on the simulated host, read through a real HostLink: n-gram acceptance collapsing when the
 demo traffic's workload shifts fires accept_collapse (and below_break_even against the L* it had), the same
-server under steady traffic fires nothing; a crash fires server_down; a server that takes 99% of its GPUs'
-memory fires gpu_memory."""
+server under steady traffic fires nothing; a server whose forward passes slow down while requests queue fires
+throughput_collapse; a crash fires server_down; a server that takes 99% of its GPUs' memory fires gpu_memory."""
 
 from __future__ import annotations
 
@@ -36,6 +36,10 @@ def profiles(tmp_path, monkeypatch):
         "  speculative-num-draft-tokens: 8\nsim:\n  load-time: 0.3\n")
     (tmp_path / "profiles" / "crashes.yaml").write_text(
         f"name: crashes\n{common}args:\n  tp-size: 2\nsim:\n  load-time: 0.3\n  crash-after: 3\n")
+    (tmp_path / "profiles" / "slows.yaml").write_text(
+        f"name: slows\n{common}args:\n  tp-size: 2\n  speculative-algorithm: NGRAM\n"
+        "  speculative-num-draft-tokens: 8\n  max-running-requests: 2\n"
+        "sim:\n  load-time: 0.3\n  slow-after: 10\n  slow-factor: 6\n")
     (tmp_path / "profiles" / "greedy.yaml").write_text(
         f"name: greedy\n{common}args:\n  tp-size: 2\n  mem-fraction-static: 0.99\nsim:\n  load-time: 0.3\n")
     monkeypatch.setenv("SPECTUI_PROFILES_PATH", str(tmp_path / "profiles"))
@@ -96,6 +100,17 @@ async def test_a_workload_shift_fires_accept_collapse(state_dir, profiles):
 async def test_steady_traffic_fires_nothing(state_dir, profiles):
     changes, accepts = await watch(state_dir, profiles.get("ngram"), 30, traffic={"concurrency": 2, "seed": 5})
     assert len(accepts) > 40 and changes == []
+
+
+async def test_a_throughput_collapse_while_requests_queue_fires_throughput_collapse(state_dir, profiles):
+    # Two requests run at once and six wait; 10 s after ready (some 40 frames at 4 Hz, more than the rule's
+    # 30 reference frames) every forward pass gets 6 times slower, as on a GPU that throttles its clocks.
+    changes, _ = await watch(state_dir, profiles.get("slows"), 40, traffic={"concurrency": 8, "seed": 5},
+                             until=lambda ch: fired(ch, "throughput_collapse"))
+    (collapse,) = fired(changes, "throughput_collapse")
+    assert collapse.alert.subject == "slows"
+    assert "generation fell to" in collapse.alert.message and "requests queued" in collapse.alert.message
+    assert [c.alert.rule for c in changes] == ["throughput_collapse"]   # nothing else: acceptance held
 
 
 async def test_a_crash_fires_server_down(state_dir, profiles):

@@ -17,6 +17,10 @@ last stats log (sglang 0.5.6 wheel, sglang/srt/managers/scheduler_runtime_checke
 276). The speculative gauges keep their last value. A health check (``HEALTH_CHECK_`` rid) is
 skipped while the scheduler has work, as SGLang's does (sglang 0.5.23 wheel,
 sglang/srt/managers/scheduler.py:2240-2247): running requests already show that it is alive.
+
+``slow_factor`` (set by ``--sim-slow-after``, default 1) multiplies the modelled time of every
+forward pass, prefill, decode and verify alike: a GPU that throttles its clocks, or one rank that
+straggles and holds up every collective.
 """
 
 from __future__ import annotations
@@ -163,6 +167,7 @@ class Scheduler:
         self._wakeup = asyncio.Event()
         self._next: Optional[float] = None
         self.hung = False
+        self.slow_factor = 1.0  # every forward pass takes this many times its modelled time
         self.timing = StepTiming()
         self.busy: Deque[Tuple[float, float]] = collections.deque()
         self.forward_ct = 0
@@ -348,7 +353,8 @@ class Scheduler:
                 self._gauge_gen = 0.0 if stale else self.last_gen_throughput
                 m.gen_throughput.set(self._gauge_gen)
             self.last_stats_log = now
-        dur_ms = self.cost.prefill_ms(new_tokens, extra_draft_extend=self.spec.algorithm in EAGLE_FAMILY)
+        dur_ms = self.slow_factor * self.cost.prefill_ms(new_tokens,
+                                                         extra_draft_extend=self.spec.algorithm in EAGLE_FAMILY)
 
         def finish():
             t = time.monotonic()
@@ -390,7 +396,8 @@ class Scheduler:
         bs = len(batch)
         # adaptive speculation at 0 steps drafts nothing: a plain forward
         algorithm = "NONE" if adaptive is not None and spec.num_steps == 0 else spec.algorithm
-        dur_ms = self.cost.step_ms(algorithm, bs, spec.num_steps, spec.eagle_topk, spec.num_draft_tokens)
+        dur_ms = self.slow_factor * self.cost.step_ms(algorithm, bs, spec.num_steps, spec.eagle_topk,
+                                                      spec.num_draft_tokens)
         if adaptive is not None and corrects:
             adaptive.after_verify(corrects, bs)
             self.speculator.set_steps(adaptive.steps)

@@ -80,7 +80,8 @@ class SimServer:
         """The simulator's own ground truth (not an SGLang endpoint).
 
         ``ready``, ``era``, ``hardware`` (the cost model's terms), ``timing`` (modelled vs actual
-        step times), ``utilization`` (busy share of the last second), ``rank_pids``;
+        step times), ``utilization`` (busy share of the last second), ``slow_factor`` (1 until
+        ``--sim-slow-after``), ``rank_pids``;
         ``running``, ``waiting`` and ``max_in_flight`` (requests now, and the most at once);
         ``counters``: since start, counted as the scheduler ran (see engine.scheduler.Counters):
         ``generated_tokens`` (= ``prefill_tokens`` + ``decode_tokens``), ``verify_calls`` and
@@ -101,6 +102,7 @@ class SimServer:
             "hardware": self.cost.describe(),
             "timing": sched.timing.as_dict() if sched else None,
             "utilization": sched.utilization() if sched else 0.0,
+            "slow_factor": sched.slow_factor if sched else 1.0,
             "rank_pids": self.ranks.pids if self.ranks else [],
             "running": len(sched.running) if sched else 0,
             "waiting": len(sched.waiting) if sched else 0,
@@ -162,6 +164,9 @@ class SimServer:
 
     def _hang(self) -> None:
         faults.hang_forever(self.ranks)
+
+    def _slow_down(self) -> None:
+        faults.slow_down(self.scheduler, self.args.sim_slow_factor)
 
     async def run(self) -> int:
         loop = asyncio.get_running_loop()
@@ -242,6 +247,8 @@ class SimServer:
             loop.call_later(max(0.0, args.sim_crash_after), self._crash)
         if args.sim_hang_after is not None:
             loop.call_later(max(0.0, args.sim_hang_after), self._hang)
+        if args.sim_slow_after is not None:
+            loop.call_later(max(0.0, args.sim_slow_after), self._slow_down)
         await self._stop.wait()
         sched_task.cancel()
         return self._shutdown(http, publisher, graceful=True)

@@ -61,6 +61,16 @@ def _era_of(argv: Sequence[str]) -> str:
     return ns.sim_log_format if ns.sim_log_format in ERAS else DEFAULT_ERA
 
 
+def _slow_factor(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError("invalid float value: %r" % text)
+    if not value >= 1.0:
+        raise argparse.ArgumentTypeError("must be at least 1, not %s" % text)
+    return value
+
+
 def build_parser(era: str = DEFAULT_ERA) -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(
         prog=PROG,
@@ -88,6 +98,11 @@ def build_parser(era: str = DEFAULT_ERA) -> argparse.ArgumentParser:
     s.add_argument("--sim-fail-load", choices=["oom"], help="Fail during weight loading: 'oom' = CUDA out of memory, then exit 1.")
     s.add_argument("--sim-crash-after", type=float, metavar="S", help="Crash with a traceback S seconds after becoming ready.")
     s.add_argument("--sim-hang-after", type=float, metavar="S", help="Stop answering (even /health) S seconds after becoming ready.")
+    s.add_argument("--sim-slow-after", type=float, metavar="S",
+                   help="Make every forward pass --sim-slow-factor times slower S seconds after becoming ready "
+                   "(a GPU throttling its clocks, or a straggling rank).")
+    s.add_argument("--sim-slow-factor", type=_slow_factor, default=6.0, metavar="F",
+                   help="How many times slower each forward pass gets after --sim-slow-after (default 6).")
     s.add_argument("--sim-orphan-timeout", type=float, default=60.0, metavar="S",
                    help="Seconds TP ranks outlive a killed leader, holding their memory (default 60).")
     return p
