@@ -53,7 +53,9 @@ def cmd_info(args: argparse.Namespace) -> int:
         return 1
     h = rec.header
     started = datetime.datetime.fromtimestamp(float(h.get("started", 0)), datetime.timezone.utc)
-    host = (h.get("host") or {}).get("hostname") or h.get("target") or "?"
+    session = next((d for _, ev, d in rec.events if ev == "session" and isinstance(d, dict)), {})
+    host = ((h.get("host") or {}).get("hostname") or (session.get("facts") or {}).get("hostname")
+            or h.get("target") or "?")
     print(f"{args.file}: {host}, from {started:%Y-%m-%d %H:%M:%S} UTC, {rec.duration_s:.0f} s, "
           f"{len(rec.events)} events (format {h.get('version')}, spectui {h.get('spectui', '?')})")
     counts = collections.Counter(ev for _, ev, _ in rec.events)

@@ -53,6 +53,7 @@ class ReplayLink(HostLink):
         self.console_events: list[tuple[float, str, object]] = []   # the console's own (bench, l_star, note)
         self.logs: dict[str, list[dict]] = {}   # each server's log reads as the console received them, in order
         self.bench = ProgressBoard()   # the benchmark runs' progress as the host reported it, up to the play head
+        self.bench_job: dict | None = None   # the console's benchmark (its screen's data) as last recorded
         self.generation = 0   # bumped by each seek backwards: what was read from the replay before is gone
         self._clock = clock
         self._playing = f"replaying {self.target.destination}"
@@ -113,6 +114,7 @@ class ReplayLink(HostLink):
         self.console_events = []
         self.logs = {}
         self.bench = ProgressBoard()
+        self.bench_job = None
         self.generation += 1
         self._next = 0
         self._sessions = 0
@@ -144,6 +146,9 @@ class ReplayLink(HostLink):
                 self._changed()
             elif name == "bench_progress" and isinstance(data, dict):
                 self.bench.on_event(Event(name, data, received_at))
+                self._changed()
+            elif name == "bench_job" and isinstance(data, dict):
+                self.bench_job = data
                 self._changed()
             elif name == "alert" and isinstance(data, dict):
                 self.alerts.append(data)

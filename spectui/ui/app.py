@@ -351,7 +351,7 @@ class SpectuiApp(App):
     def banner_view(self):
         """The connection's trouble, a firing alert, or work going on; in a replay, its time line first."""
         if self.replay is not None:
-            return snapshots.replay_banner(self.replay, self.alerts.banner())
+            return snapshots.replay_banner(self.replay, self.alerts.banner(), self.activity_text())
         return snapshots.banner_view(self.link, self.activity_text(), self.alerts.banner())
 
     # --- a replay's keys ----------------------------------------------------------------------------------------

@@ -8,6 +8,7 @@ their refresh. Plain data and text, no Textual: tested on its own.
 
 from __future__ import annotations
 
+import dataclasses
 import time
 from dataclasses import dataclass, field
 
@@ -161,6 +162,40 @@ class BenchJob(JobClock):
     def _end(self) -> None:
         self.ended_at = time.monotonic()
         self.changed()
+
+    # --- a recording's copy ---------------------------------------------------------------------------------
+    def snapshot(self) -> dict:
+        """Everything the benchmark screen shows, as plain data (a recording keeps it; :meth:`from_snapshot`)."""
+        return {"kind": self.kind, "preset": self.preset.to_dict(), "host": self.host, "server": self.server,
+                "profiles": list(self.profiles), "baseline": self.baseline, "state": self.state,
+                "message": self.message, "run_id": self.run_id, "current": self.current, "index": self.index,
+                "total": self.total, "saved_id": self.saved_id, "comparison": self.comparison,
+                "progress": dataclasses.asdict(self.progress) if self.progress is not None else None,
+                "result": self.result.to_dict() if self.result is not None else None,
+                "steps": {n: {"state": st.state, "detail": st.detail, "runs_done": st.runs_done,
+                              "runs_total": st.runs_total, "states": list(st.states)} for n, st in self.steps.items()},
+                "elapsed_s": round(self.elapsed_s(), 1)}
+
+    @classmethod
+    def from_snapshot(cls, d: dict) -> "BenchJob":
+        """The job as a recording kept it (:meth:`snapshot`); its clock stands where the recording's did."""
+        steps = {}
+        for name, sd in (d.get("steps") or {}).items():
+            step = Step(name, sd.get("state", "waiting"), sd.get("detail"), sd.get("runs_done", 0),
+                        sd.get("runs_total", 0))
+            step.__dict__["states"] = list(sd.get("states") or [step.state])
+            steps[name] = step
+        job = cls(d["kind"], Preset.from_dict(d["preset"]), d.get("host") or "?", server=d.get("server"),
+                  profiles=tuple(d.get("profiles") or ()), baseline=d.get("baseline"), state=d.get("state", "done"),
+                  message=d.get("message"), steps=steps, run_id=d.get("run_id"), current=d.get("current"),
+                  index=d.get("index", 0), total=d.get("total", 1), saved_id=d.get("saved_id"),
+                  comparison=d.get("comparison"),
+                  progress=BenchProgress.from_event(d["progress"]) if d.get("progress") else None,
+                  result=RunResult.from_dict(d["result"]) if d.get("result") else None)
+        now = time.monotonic()
+        job.started_at = now - float(d.get("elapsed_s") or 0.0)
+        job.ended_at = None if job.active else now
+        return job
 
     # --- text -------------------------------------------------------------------------------------------
     def title(self) -> str:

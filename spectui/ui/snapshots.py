@@ -157,9 +157,9 @@ def clock(seconds: float) -> str:
     return f"{s // 3600}:{s % 3600 // 60:02d}:{s % 60:02d}" if s >= 3600 else f"{s // 60}:{s % 60:02d}"
 
 
-def replay_banner(replay, alert: str | None = None, bar: int = 20) -> BannerView:
+def replay_banner(replay, alert: str | None = None, activity: str | None = None, bar: int = 20) -> BannerView:
     """A replay's time line: playing or paused, the speed, where the play head is of how long, as a bar; then
-    a recorded drop, else a firing alert (as it fired then)."""
+    a recorded drop, else a firing alert (as it fired then), else work going on then (a benchmark)."""
     duration = replay.duration_s
     at = min(replay.position_s, duration)
     filled = int(round(bar * at / duration)) if duration > 0 else bar
@@ -169,6 +169,8 @@ def replay_banner(replay, alert: str | None = None, bar: int = 20) -> BannerView
         return BannerView(f"{text} · {replay.message}", "warning")
     if alert:
         return BannerView(f"{text} · {alert}", "warning")
+    if activity:
+        return BannerView(f"{text} · {activity}", "info")
     runs = replay.bench.active()
     if runs:
         return BannerView(f"{text} · benchmark {runs[-1].run_id}: {runs[-1].line()}", "info")

@@ -112,3 +112,47 @@ async def test_the_demo_scenario_reaches_the_host_traffic(ui_env):
         await pilot.pause(0.5)
         status = await app.link.session.client.call("traffic.status")
         assert status["scenario"] == "shift" and status["concurrency"] == 4
+
+
+async def test_a_recorded_benchmark_shows_in_the_replay_as_it_ran_and_ended(ui_env):
+    from spectui.ui.screens.bench import BenchScreen
+    from tests.ui.test_console_bench import pick, switch_to
+    from tests.ui.support import write_kimi_profile, write_preset
+
+    write_kimi_profile(ui_env.profiles, "keagle", speculative="EAGLE3")
+    write_preset(ui_env.tmp / "config" / "presets", "tiny", dataset="reasoning", input_len=24, output_len=16,
+                 num_prompts=3, concurrency=1, warmup=0, repeats=1, seed=3)
+    path = ui_env.tmp / "bench.spectui.gz"
+    app = make_app(ui_env, record=str(path))
+    async with app.run_test(size=SIZE) as pilot:
+        await connected(pilot, app)
+        await switch_to(pilot, app, names(app).index("keagle") + 1, "keagle")
+        await pilot.press("b")
+        await pick(pilot, app, "tiny")
+        await wait_for(pilot, lambda: app.bench.job is not None and app.bench.job.state == "done", 90, "the run")
+        await pilot.pause(0.5)
+        live_results = app.screen.results_plain
+        live_id = app.bench.job.saved_id
+        app.quit_console()
+        await wait_for(pilot, lambda: app.exit_note is not None and "recorded to" in app.exit_note, 60, "quitting")
+    assert f"Saved in the history as run {live_id}" in live_results
+
+    replay = ReplayLink(read_recording(path))   # at 1x: the run is on screen as long as it was live
+    app2 = SpectuiApp(replay.target, replay=replay)
+    async with app2.run_test(size=SIZE) as pilot:
+        await wait_for(pilot, lambda: app2.screen is app2.dashboard, 20, "the replay's dashboard")
+        # while it ran: the banner says so, as it did live
+        await wait_for(pilot, lambda: "benchmarking keagle with tiny" in panel_text(app2, "banner"), 60,
+                       "the benchmark in the banner")
+        await pilot.press("space")  # pause there: the results screen shows the run in flight
+        await pilot.press("v")
+        screen = await wait_for(pilot, lambda: isinstance(app2.screen, BenchScreen) and app2.screen, 10, "results")
+        assert screen.job.active and f"run {screen.job.run_id} on keagle" in screen.progress_plain
+        offered = {b.binding.action for b in screen.active_bindings.values() if b.enabled}
+        assert "cancel_bench" not in offered and "tune" not in offered   # a replay stops and starts nothing
+        await pilot.press("end")
+        await wait_for(pilot, lambda: screen.job is not None and screen.job.state == "done", 10, "the end")
+        await pilot.pause(0.5)
+        assert screen.results_plain == live_results   # the results as they were shown live
+        await pilot.press("escape")
+        app2.quit_console()

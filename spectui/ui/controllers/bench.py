@@ -84,6 +84,8 @@ class BenchController(Controller):
     def __init__(self, app) -> None:
         super().__init__(app)
         self.job: BenchJob | None = None
+        self._recorded: tuple | None = None   # the job's (id, version) last written to the recording
+        self._replayed: dict | None = None    # a replay: the recorded job shown
         self.board = ProgressBoard()          # every bench_progress event of the sessions
         self._worker = None
         self._session_waiters: list[asyncio.Future] = []  # runs waiting for the link to come back
@@ -122,12 +124,29 @@ class BenchController(Controller):
         return job.banner_text() + " · v shows it" if job is not None and job.active else None
 
     def sync(self) -> None:
-        """Each refresh: the job takes the latest progress of its run; the bench screen redraws."""
+        """Each refresh: the job takes the latest progress of its run (in a replay: the job as recorded up to
+        the play head); a recording gets each change of it; the bench screen redraws."""
+        link = self.link
+        if getattr(link, "read_only", False):
+            self._from_replay(link)
         job = self.job
-        if job is not None and job.kind == "run" and job.run_id:
+        if job is not None and job.kind == "run" and job.run_id and not getattr(link, "read_only", False):
             job.on_progress(self.board.runs.get(job.run_id))
+        recorder = getattr(link, "recorder", None)
+        if job is not None and recorder is not None and (id(job), job.version) != self._recorded:
+            self._recorded = (id(job), job.version)
+            recorder.write("bench_job", job.snapshot())
         if isinstance(self.app.screen, BenchScreen):
             self.app.screen.sync()
+
+    def _from_replay(self, replay) -> None:
+        shown = replay.bench_job
+        if shown is self._replayed:
+            return
+        self._replayed = shown
+        self.job = BenchJob.from_snapshot(shown) if shown else None
+        if isinstance(self.app.screen, BenchScreen):
+            self.app.screen.job = self.job
 
     # --- space: marks ---------------------------------------------------------------------------------
     def toggle_mark(self) -> None:

@@ -212,6 +212,8 @@ class BenchScreen(Screen):
         return plain_text(results_text(self.job)) if self.job is not None else ""
 
     def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
+        if getattr(self.app, "replay", None) is not None and action in ("cancel_bench", "tune"):
+            return False  # a replay shows the benchmark as it went; it starts and stops nothing
         if action == "cancel_bench":
             return self.job is not None and self.job.active and self.job.state != "cancelling"
         if action == "export":

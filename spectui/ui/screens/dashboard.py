@@ -25,7 +25,7 @@ from spectui.ui.widgets.throughput import ThroughputPanel
 
 # What a replay cannot do: each acts on the host (or on a benchmark run there)
 HOST_ACTIONS = frozenset({"switch", "switch_number", "stop", "adopt", "import_profile", "restart", "source", "mark",
-                          "bench", "compare", "results", "probe", "traffic", "traffic_concurrency", "retry_now",
+                          "bench", "compare", "probe", "traffic", "traffic_concurrency", "retry_now",
                           "telemetry_faster", "telemetry_slower", "record"})
 
 
