@@ -52,8 +52,8 @@ async def stop_everything(link, target: HostTarget, script: str) -> None:
             await fresh.close()
 
 
-async def interruptible(work, script: str) -> int:
-    """Run ``work``; SIGTERM or SIGINT cancels it, so that its cleanup (stopping the servers) runs."""
+async def interruptible(work, script: str, cleaned: str = "the servers it started were stopped") -> int:
+    """Run ``work``; SIGTERM or SIGINT cancels it, so that its cleanup (``cleaned``: what it undoes) runs."""
     task = asyncio.ensure_future(work)
     loop = asyncio.get_running_loop()
     for sig in (signal.SIGTERM, signal.SIGINT):
@@ -61,5 +61,5 @@ async def interruptible(work, script: str) -> int:
     try:
         return await task
     except asyncio.CancelledError:
-        print(f"{script}: interrupted; the servers it started were stopped", file=sys.stderr)
+        print(f"{script}: interrupted; {cleaned}", file=sys.stderr)
         return 130

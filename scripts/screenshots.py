@@ -9,8 +9,11 @@ the measured one), then opens help, the log, the palette, the source browser (SG
 published wheel, fetched with pip when it is not in the wheel cache) and compares the three
 kimi profiles with the single-stream preset (a few minutes). The host key dialog is the one
 the console shows when the host's key is not in known_hosts (the connection is told to fail
-that way). Files: dashboard.svg, confirm.svg, switching.svg, help.svg, logs.svg, palette.svg,
-hostkey.svg, source.svg, bench.svg; the 160x50 ones in --out, each other size in --out/COLSxROWS/.
+that way). Then two simulated hosts in one console (``spectui demo --hosts 2``), kimi-eagle3 on
+the first and kimi-baseline on the second under the demo traffic, recorded: the hosts screen, then
+the replay of that recording. Files: dashboard.svg, confirm.svg, switching.svg, help.svg, logs.svg,
+palette.svg, hostkey.svg, source.svg, bench.svg, hosts.svg, replay.svg; the 160x50 ones in --out,
+each other size in --out/COLSxROWS/. ``--only hosts`` (or ``main``, ``hostkey``) renders just those.
 """
 
 from __future__ import annotations
@@ -207,6 +210,79 @@ async def run(out: Path, size: tuple[int, int], serve_s: float) -> list[str]:
     return saved
 
 
+async def hosts_and_replay(out: Path, size: tuple[int, int], serve_s: float) -> list[str]:
+    """Two simulated hosts in one console, recorded: the hosts screen; then the recording replayed."""
+    from spectui.core.demo_ports import plan_demo_ports
+    from spectui.core.profiles import load_profiles
+    from spectui.core.recording import read_recording
+    from spectui.core.replay import ReplayLink
+    from spectui.core.session import HostTarget
+    from spectui.ui.app import SpectuiApp
+    from spectui.ui.screens.fleet import FleetScreen
+
+    state = tempfile.mkdtemp(prefix="spectui-shots-")
+    os.environ.setdefault("XDG_CACHE_HOME", os.path.join(state, "cache"))
+    os.environ.setdefault("SPECTUI_DATA_DIR", os.path.join(state, "data"))
+    os.environ.setdefault("SPECTUI_CONFIG_DIR", os.path.join(state, "config"))
+    library = load_profiles()
+    base = min(p.port for p in library)
+    hosts = []
+    for i in (1, 2):   # as spectui demo --hosts 2 does: a state folder and a port range a host
+        folder = os.path.join(state, f"demo-{i}")
+        ports = plan_demo_ports(library, base=base + 1000 * (i - 1) + 200, state_dir=folder)
+        hosts.append((HostTarget.demo(folder, ports=ports, name=f"demo-{i}"), ports.apply(library)))
+    recording = os.path.join(state, "session.spectui.gz")
+    app = SpectuiApp(hosts[0][0], hosts=hosts, traffic=True, record=recording)
+    saved: list[str] = []
+
+    def row(host: str):
+        return next(r for r in app.fleet_view(0).rows if r.host == host)
+
+    async def serve(index: int, name: str) -> None:
+        app.enter_host(index)
+        await pilot.pause(0.5)
+        await pilot.press(str([p.name for p in app.profiles].index(name) + 1))
+        await wait(pilot, lambda: (app.link.servers.get(name) or {}).get("state") == "ready" and app.busy is None,
+                   300, name)
+
+    async with app.run_test(size=size) as pilot:
+        await wait(pilot, lambda: isinstance(app.screen, FleetScreen) and all(
+            r.state == "connected" and r.gpus for r in app.fleet_view(0).rows), 60, "both hosts")
+        await pilot.press("escape")
+        await serve(1, "kimi-baseline")
+        await serve(0, "kimi-eagle3")
+        await pilot.pause(serve_s)
+        await wait(pilot, lambda: row("demo-1").accept_length and row("demo-1").per_stream
+                   and row("demo-2").per_stream, 120, "both rows' figures")
+        await pilot.press("H")
+        await wait(pilot, lambda: isinstance(app.screen, FleetScreen), 10, "the hosts screen")
+        await pilot.pause(1.0)
+        app.save_screenshot("hosts.svg", str(out))
+        saved.append("hosts.svg")
+        await pilot.press("q")   # the demo stops its servers on both hosts
+        await wait(pilot, lambda: app.exit_note is not None, 120, "quitting")
+
+    replay = ReplayLink(read_recording(recording), speed=60.0)
+    player = SpectuiApp(replay.target, replay=replay)
+    async with player.run_test(size=size) as pilot:
+        await wait(pilot, lambda: player.screen is player.dashboard, 30, "the replay")
+        ready = next(t for t, ev, d in replay.recording.events if ev == "server_frame" and isinstance(d, dict)
+                     and d.get("name") == "kimi-eagle3" and (d.get("accept_length") or {}).get("value"))
+        await pilot.press("space")   # paused where the drafter has been serving for a while
+        replay.seek(ready + serve_s * 0.8)
+        player.highlight_row("kimi-eagle3")
+        await pilot.pause(1.0)
+        player.save_screenshot("replay.svg", str(out))
+        saved.append("replay.svg")
+        player.quit_console()
+        await wait(pilot, lambda: True, 1, "")
+    shutil.rmtree(state, ignore_errors=True)
+    return saved
+
+
+SCENES = ("main", "hostkey", "hosts")
+
+
 def main() -> int:
     ap = argparse.ArgumentParser(description="Render SVG screenshots of the console from the demo.")
     ap.add_argument("--out", default=str(ROOT / "screenshots"), help="folder for the SVG files")
@@ -214,7 +290,11 @@ def main() -> int:
                     help=f"terminal size, repeatable (default: {' and '.join(SIZES)}); a size other than "
                          f"{SIZES[0]} goes in its own folder under --out")
     ap.add_argument("--serve", type=float, default=40.0, help="seconds each server runs before its shots")
+    ap.add_argument("--only", action="append", choices=SCENES,
+                    help="render only these scenes (repeatable): main (the demo's screens), hostkey, hosts (the "
+                         "hosts screen and the replay)")
     args = ap.parse_args()
+    scenes = args.only or SCENES
     for size in args.size or SIZES:
         try:
             cols, rows = (int(x) for x in size.lower().split("x"))
@@ -222,8 +302,11 @@ def main() -> int:
             ap.error(f"--size takes COLSxROWS, such as 80x24, not {size!r}")
         out = Path(args.out) if size == SIZES[0] else Path(args.out) / f"{cols}x{rows}"
         out.mkdir(parents=True, exist_ok=True)
-        saved = asyncio.run(run(out, (cols, rows), args.serve))
-        saved.append(asyncio.run(host_key(out, (cols, rows))))
+        saved = asyncio.run(run(out, (cols, rows), args.serve)) if "main" in scenes else []
+        if "hostkey" in scenes:
+            saved.append(asyncio.run(host_key(out, (cols, rows))))
+        if "hosts" in scenes:
+            saved += asyncio.run(hosts_and_replay(out, (cols, rows), args.serve))
         for name in saved:
             print(out / name)
     return 0

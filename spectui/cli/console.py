@@ -10,14 +10,17 @@ import argparse
 import sys
 from pathlib import Path
 
-from spectui.cli.hostopts import (add_host_options, command_line, demo_ports, host_option_words, host_settings,
-                                  host_words, target_from_args)
-from spectui.core.demo_ports import DemoPortError, DemoPorts
+from spectui.cli.hostopts import (add_host_options, command_line, demo_ports, destinations_of, host_option_words,
+                                  host_settings, host_words, target_from_args, targets_from_args)
+from spectui.core.demo_ports import DemoPortError, DemoPorts, plan_demo_ports
+from spectui.core.paths import demo_state_dir
 from spectui.core.profiles import load_profiles
 from spectui.core.session import HostTarget
 from spectui.core.settings import TELEMETRY_HZ_MAX, Settings
 
 TELEMETRY_HZ_DEFAULT = 1.0
+MAX_DEMO_HOSTS = 8
+HOST_PORT_STRIDE = 1000   # demo host i's servers listen 1000 * (i - 1) above the first host's
 SCENARIOS = ("steady", "shift")   # the demo traffic's (spectui.agent.bench.traffic)
 SHIFT_AFTER_DEFAULT_S = 120.0
 SHIFT_AFTER_RANGE = (5.0, 3600.0)
@@ -53,11 +56,13 @@ def _console_options(p: argparse.ArgumentParser) -> None:
 
 
 def register(sub: argparse._SubParsersAction) -> None:
-    c = sub.add_parser("connect", help="open the console on a GPU host over SSH",
+    c = sub.add_parser("connect", help="open the console on GPU hosts over SSH",
                        description="Open the console on a host: live GPU, accept-length and throughput panels, "
-                                   "and keyboard-driven switching between server profiles. Without DEST it "
-                                   "connects to default_host from the settings file.")
-    add_host_options(c, positional=True)
+                                   "and keyboard-driven switching between server profiles. With several DESTs, "
+                                   "one console over all of them: the hosts overview first (H), each host its own "
+                                   "connection, < and > between dashboards. Without DEST it connects to hosts, "
+                                   "else default_host, from the settings file.")
+    add_host_options(c, positional=True, multi=True)
     _console_options(c)
     c.set_defaults(func=run, console="connect")
 
@@ -67,6 +72,9 @@ def register(sub: argparse._SubParsersAction) -> None:
     d.add_argument("--keep", action="store_true", help="leave the simulated servers running when quitting")
     d.add_argument("--state-dir", metavar="DIR", help="the simulated host's state folder")
     d.add_argument("--no-traffic", action="store_true", help="start without the demo's light background load")
+    d.add_argument("--hosts", metavar="N", type=int, default=1,
+                   help=f"simulate N hosts (1 to {MAX_DEMO_HOSTS}), each with its own 8 GPUs, state folder and ports; "
+                        "the console opens on the overview of all of them")
     d.add_argument("--scenario", choices=SCENARIOS, default="steady",
                    help="the demo traffic's workload: steady (varied chat), or shift (a recurring job n-gram "
                         "speculation thrives on, turning into varied chat after --shift-after seconds, so its "
@@ -92,6 +100,22 @@ def register(sub: argparse._SubParsersAction) -> None:
     r.set_defaults(func=run_replay)
 
 
+def demo_hosts(args: argparse.Namespace, settings: Settings, library, first: DemoPorts):
+    """``spectui demo --hosts N``: N simulated hosts, each with its own state folder (the first the demo's, then
+    ``DIR-2``, ``DIR-3``, ...) and its servers on ports of its own, (target, profiles) each."""
+    state = args.state_dir or demo_state_dir()
+    base = args.port_base if args.port_base is not None else settings.demo_port_base
+    if base is None:
+        base = min((p.port for p in library), default=30000)
+    hosts = [(HostTarget.demo(state, ports=first, name="demo-1"), first.apply(library))]
+    for i in range(2, args.hosts + 1):
+        host_state = f"{state}-{i}"
+        ports = plan_demo_ports(library, base=base + HOST_PORT_STRIDE * (i - 1),
+                                base_from=f"demo host {i}'s ports", state_dir=host_state)
+        hosts.append((HostTarget.demo(host_state, ports=ports, name=f"demo-{i}"), ports.apply(library)))
+    return hosts
+
+
 def telemetry_hz(args: argparse.Namespace, settings: Settings) -> float:
     """--telemetry-hz, else the settings' telemetry_hz, else the default."""
     if args.telemetry_hz is not None:
@@ -101,18 +125,26 @@ def telemetry_hz(args: argparse.Namespace, settings: Settings) -> float:
 
 def missing_host(args: argparse.Namespace, settings: Settings) -> str | None:
     """The sentence for ``spectui connect`` with neither DEST nor a default_host; None when there is a host."""
-    if args.console != "connect" or args.destination or settings.default_host:
+    if args.console != "connect" or args.destination or settings.default_host or settings.hosts:
         return None
-    return (f"spectui connect needs DEST ([user@]host[:port] or an SSH config alias), or default_host in "
+    return (f"spectui connect needs DEST ([user@]host[:port] or an SSH config alias), or default_host or hosts in "
             f"{settings.path}.")
+
+
+def connect_destinations(args: argparse.Namespace, settings: Settings) -> list[str]:
+    """The hosts of ``spectui connect``: those given, else the settings' hosts, else its default_host."""
+    given = destinations_of(args)
+    if given:
+        return given
+    return list(settings.hosts) or ([settings.default_host] if settings.default_host else [])
 
 
 def build_target(args: argparse.Namespace, settings: Settings | None = None,
                  ports: DemoPorts | None = None) -> HostTarget:
     if args.console == "demo":
         return HostTarget.demo(args.state_dir, ports=ports)
-    if not args.destination and settings is not None and settings.default_host:
-        args.destination = settings.default_host
+    if not args.destination and settings is not None:
+        args.destination = (connect_destinations(args, settings) or [None])[0]
     return target_from_args(args)
 
 
@@ -127,10 +159,11 @@ def again_commands(args: argparse.Namespace):
         words += ["--state-dir", args.state_dir] if args.state_dir else []
         words += ["--no-traffic"] if args.no_traffic else []
         words += ["--port-base", str(args.port_base)] if args.port_base is not None else []
+        words += ["--hosts", str(args.hosts)] if args.hosts != 1 else []
         if args.scenario != "steady":
             words += ["--scenario", args.scenario, "--shift-after", f"{args.shift_after:g}"]
     else:
-        words = ["spectui", "connect", *([args.destination] if args.destination else []), *host_option_words(args)]
+        words = ["spectui", "connect", *destinations_of(args), *host_option_words(args)]
     for path in args.profiles or []:
         words += ["--profiles", path]
     if args.telemetry_hz is not None:
@@ -159,9 +192,15 @@ def run(args: argparse.Namespace) -> int:
         return 2
     library = load_profiles(args.profiles)
     ports = None
+    hosts = None
     if args.console == "demo":
+        if not 1 <= args.hosts <= MAX_DEMO_HOSTS:
+            print(f"spectui demo: --hosts must be from 1 to {MAX_DEMO_HOSTS}, not {args.hosts}.", file=sys.stderr)
+            return 2
         try:
             ports = demo_ports(args, settings, library)
+            if args.hosts > 1:
+                hosts = demo_hosts(args, settings, library, ports)
         except DemoPortError as exc:
             print(f"spectui demo: {exc}", file=sys.stderr)
             return 2
@@ -173,9 +212,11 @@ def run(args: argparse.Namespace) -> int:
     from spectui.ui.app import SpectuiApp  # Textual loads only for the console
 
     target = build_target(args, settings, ports)
+    if args.console == "connect" and len(connect_destinations(args, settings)) > 1:
+        hosts = [(t, library) for t in targets_from_args(args, connect_destinations(args, settings))]
     app = SpectuiApp(target, library=library, keep=getattr(args, "keep", False), telemetry_hz=hz,
                      traffic=not getattr(args, "no_traffic", False), settings=settings, again=again_commands(args),
-                     record=args.record, traffic_scenario=scenario)
+                     record=args.record, traffic_scenario=scenario, hosts=hosts)
     app.run()
     if app.exit_note:
         print(app.exit_note)

@@ -24,16 +24,40 @@ from spectui.core.transport.ssh import SshOptions
 CONNECT_TIMEOUT_S = 15.0
 
 
-def add_host_options(parser: argparse.ArgumentParser, *, positional: bool = False, required: bool = True) -> None:
+class _Destinations(argparse.Action):
+    """Collects every DEST in ``destinations`` and keeps the first in ``destination``."""
+
+    def __call__(self, parser, namespace, values, option_string=None):
+        dests = list(getattr(namespace, self.dest, None) or []) if option_string else []
+        dests += values if isinstance(values, list) else [values]
+        setattr(namespace, self.dest, dests)
+        namespace.destination = dests[0] if dests else None
+
+
+def add_host_options(parser: argparse.ArgumentParser, *, positional: bool = False, required: bool = True,
+                     multi: bool = False) -> None:
+    """The host and SSH options; with ``multi``, DEST may be given several times (``args.destinations``,
+    the first also in ``args.destination``)."""
     where = parser.add_argument_group("host")
-    if positional:
+    if positional and multi:
+        parser.set_defaults(destination=None)
+        where.add_argument("destinations", metavar="DEST", nargs="*", action=_Destinations, default=[],
+                           help="[user@]host[:port] or an SSH config alias, one or more (default: default_host "
+                                "from the settings file)")
+    elif positional:
         where.add_argument("destination", metavar="DEST", nargs="?",
                            help="[user@]host[:port] or an SSH config alias (default: default_host from the "
                                 "settings file)")
     else:
         x = where.add_mutually_exclusive_group(required=required)
-        x.add_argument("-H", "--host", dest="destination", metavar="DEST",
-                       help="[user@]host[:port] or an SSH config alias ('local' for this machine)")
+        if multi:
+            parser.set_defaults(destination=None)
+            x.add_argument("-H", "--host", dest="destinations", metavar="DEST", action=_Destinations,
+                           help="[user@]host[:port] or an SSH config alias ('local' for this machine); repeat it "
+                                "for several hosts")
+        else:
+            x.add_argument("-H", "--host", dest="destination", metavar="DEST",
+                           help="[user@]host[:port] or an SSH config alias ('local' for this machine)")
         x.add_argument("--demo", action="store_true", help="use the built-in simulated GPU host")
         where.add_argument("--port-base", metavar="N", type=int,
                            help="with --demo: the simulated servers listen on N, N+1, ... (default: demo.port_base "
@@ -114,7 +138,26 @@ def target_from_args(args: argparse.Namespace) -> HostTarget:
         if args.python:
             t.python = args.python
         return t
-    dest = args.destination
+    return _target_for(args, args.destination)
+
+
+def destinations_of(args: argparse.Namespace) -> list[str]:
+    """Every DEST given, in order: ``args.destinations`` (a multi-host command) else ``args.destination``."""
+    dests = getattr(args, "destinations", None)
+    if dests:
+        return list(dests)
+    return [args.destination] if getattr(args, "destination", None) else []
+
+
+def targets_from_args(args: argparse.Namespace, destinations: list[str] | None = None) -> list[HostTarget]:
+    """One target per DEST (``destinations`` when given, e.g. the settings' hosts, else those on the command
+    line), each with the same host and SSH options; with ``--demo``, the demo host alone."""
+    if getattr(args, "demo", False):
+        return [target_from_args(args)]
+    return [_target_for(args, dest) for dest in (destinations if destinations is not None else destinations_of(args))]
+
+
+def _target_for(args: argparse.Namespace, dest: str) -> HostTarget:
     if dest == "local":
         return HostTarget(kind="local", python=args.python, simulated=args.sim, state_dir=args.state_dir,
                           gpu_source=args.gpu_source)
@@ -157,13 +200,18 @@ def command_line(words: list[str]) -> str:
 
 def explain_connect_error(exc: Exception, argv: list[str]) -> str:
     """The error's sentence; for an unknown host key, plus the exact command that trusts it."""
-    text = str(exc)
-    if isinstance(exc, HostKeyUnknown):
-        cmd = ["spectui", *argv]
-        if "--accept-new-host-key" not in cmd:
-            cmd.append("--accept-new-host-key")
-        text += "\nTo trust it: " + " ".join(shlex.quote(c) for c in cmd)
-    return text
+    hint = trust_hint(exc, argv)
+    return str(exc) + (f"\n{hint}" if hint else "")
+
+
+def trust_hint(exc: Exception, argv: list[str]) -> str | None:
+    """For an unknown host key, ``To trust it: spectui ARGV --accept-new-host-key``; else None."""
+    if not isinstance(exc, HostKeyUnknown):
+        return None
+    cmd = ["spectui", *argv]
+    if "--accept-new-host-key" not in cmd:
+        cmd.append("--accept-new-host-key")
+    return "To trust it: " + " ".join(shlex.quote(c) for c in cmd)
 
 
 def refuse_on_problems(problems: list, closing: str) -> bool:

@@ -14,8 +14,9 @@ import sys
 import time
 
 from spectui.agent.protocol import DOWN_STATES, FINAL_STATES, STOP_GRACE_S, ServerState
-from spectui.cli.hostopts import (add_host_options, demo_profiles, explain_connect_error, refuse_on_problems,
-                                  run_with_passphrase_prompt, target_from_args)
+from spectui.cli.fleet import HostAnswer, ask_hosts, host_limit_s, print_answers
+from spectui.cli.hostopts import (add_host_options, demo_profiles, destinations_of, explain_connect_error,
+                                  refuse_on_problems, run_with_passphrase_prompt, target_from_args, targets_from_args)
 from spectui.core.errors import AgentCallError, SpectuiError
 from spectui.core.flagcheck import check_on_host
 from spectui.core.profiles import ProfileError, load_profiles
@@ -26,6 +27,9 @@ from spectui.core.servers import SERVER_BENCHMARKED, ServerControl, confirmed_pr
 from spectui.core.session import HostTarget, open_session
 from spectui.core.textsafe import for_stream, visible
 
+LIST_SCHEMA = "spectui.servers/1"
+HOSTS_LIST_SCHEMA = "spectui.servers.hosts/1"
+
 
 def register(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser("servers", help="list, describe, start, stop, adopt and switch SGLang servers on a host",
@@ -34,13 +38,14 @@ def register(sub: argparse._SubParsersAction) -> None:
                                    "after a confirmation that shows every process it will signal.")
     ssub = p.add_subparsers(dest="action", metavar="ACTION", required=True)
 
-    def action(name: str, help: str, *, profile: str | None = None, json_flag: bool = True, metavar="PROFILE"):
-        a = ssub.add_parser(name, help=help, description=help)
+    def action(name: str, help: str, *, profile: str | None = None, json_flag: bool = True, metavar="PROFILE",
+               description: str | None = None, multi: bool = False):
+        a = ssub.add_parser(name, help=help, description=description or help)
         if profile == "required":
             a.add_argument("profile", metavar=metavar)
         elif profile == "optional":
             a.add_argument("profile", metavar=metavar, nargs="?")
-        add_host_options(a)
+        add_host_options(a, multi=multi)
         if json_flag:
             a.add_argument("--json", action="store_true", help="print JSON")
         a.add_argument("--profiles", metavar="PATH", action="append",
@@ -48,7 +53,12 @@ def register(sub: argparse._SubParsersAction) -> None:
         a.set_defaults(func=run, action=name)
         return a
 
-    action("list", "list the servers on the host: spectui's own, adopted ones, and those found running")
+    action("list", "list the servers on the host: spectui's own, adopted ones, and those found running",
+           multi=True, description="List the servers on the host: spectui's own, adopted ones, and those found "
+                                   "running. With -H given several times, every host is asked at once and their "
+                                   "servers make one table with a HOST column; a host that failed is a line with "
+                                   "the sentence saying why. The exit status is 0 when every host answered, 1 when "
+                                   "any failed.")
     action("describe", "show everything known about one server: command, user, processes, log, GPUs",
            profile="required", metavar="NAME")
     st = action("start", "start a profile's server and wait until it is ready", profile="required")
@@ -133,23 +143,51 @@ def _uptime(s: dict) -> str:
     return f"{sec // 3600}h{sec % 3600 // 60:02d}m" if sec >= 3600 else f"{sec // 60}m{sec % 60:02d}s"
 
 
+NO_SERVERS = "no SGLang servers on this host (none started by spectui, none found running)"
+LIST_HEADER = (f"{'NAME':<20} {'STATE':<13} {'ORIGIN':<8} {'PID':>8} {'PORT':>6} {'GPUS':<16} {'UPTIME':>8}  "
+               "REASON / STARTED BY")
+
+
 def render_list(servers: list[dict]) -> str:
     """The ``servers list`` table: an ORIGIN column, and for a server spectui did not start, how it was
     started (its host text made visible)."""
     if not servers:
-        return "no SGLang servers on this host (none started by spectui, none found running)"
-    rows = [f"{'NAME':<20} {'STATE':<13} {'ORIGIN':<8} {'PID':>8} {'PORT':>6} {'GPUS':<16} {'UPTIME':>8}  "
-            "REASON / STARTED BY"]
-    for s in servers:
-        state = s["state"] + (f" {s['progress']['percent']:.0f}%" if s["state"] == ServerState.LOADING and s.get("progress")
-                              and s["progress"].get("percent") is not None else "")
-        gpus = ",".join(map(str, s.get("gpus") or [])) or "-"
-        detail = s.get("reason") or ""
-        if origin(s) != "spectui" and not detail:
-            detail = started_by_text(s)
-        rows.append(f"{visible(str(s['name'])):<20} {state:<13} {origin(s):<8} {s['pid'] or '-':>8} "
-                    f"{s['port'] or '-':>6} {gpus:<16} {_uptime(s):>8}  {visible(str(detail))}")
+        return NO_SERVERS
+    return "\n".join([LIST_HEADER, *map(_list_row, servers)])
+
+
+def _list_row(s: dict) -> str:
+    state = s["state"] + (f" {s['progress']['percent']:.0f}%" if s["state"] == ServerState.LOADING and s.get("progress")
+                          and s["progress"].get("percent") is not None else "")
+    gpus = ",".join(map(str, s.get("gpus") or [])) or "-"
+    detail = s.get("reason") or ""
+    if origin(s) != "spectui" and not detail:
+        detail = started_by_text(s)
+    return (f"{visible(str(s['name'])):<20} {state:<13} {origin(s):<8} {s['pid'] or '-':>8} "
+            f"{s['port'] or '-':>6} {gpus:<16} {_uptime(s):>8}  {visible(str(detail))}")
+
+
+def render_hosts_list(answers: list[HostAnswer]) -> str:
+    """The ``servers list`` table of several hosts: HOST first, then the columns of :func:`render_list`; a host
+    with no servers, or one that failed, is one line with its sentence."""
+    width = max(len("HOST"), *(len(a.dest) for a in answers))
+    rows = [f"{'HOST':<{width}} {LIST_HEADER}"]
+    for a in answers:
+        servers = a.result["servers"] if a.error is None else []
+        if a.error is not None or not servers:
+            state, text = ("error", str(a.error)) if a.error is not None else ("-", NO_SERVERS)
+            rows.append(f"{a.dest:<{width}} {'-':<20} {state:<13} {text}")
+        rows += [f"{a.dest:<{width}} {_list_row(s)}" for s in servers]
     return "\n".join(rows)
+
+
+async def list_servers(target: HostTarget) -> dict:
+    """The ``servers list --json`` object of one host."""
+    session = await open_session(target)
+    try:
+        return {"schema": LIST_SCHEMA, "servers": redact_server_records(await ServerControl(session).list())}
+    finally:
+        await session.close()
 
 
 def _cancelled(result: dict) -> str:
@@ -333,7 +371,7 @@ async def _run(args: argparse.Namespace, target: HostTarget) -> int:
             ctl.on_events(progress.on_event)
         if args.action == "list":
             servers = await ctl.list()
-            print(json.dumps({"schema": "spectui.servers/1", "servers": redact_server_records(servers)}, indent=2)
+            print(json.dumps({"schema": LIST_SCHEMA, "servers": redact_server_records(servers)}, indent=2)
                   if args.json
                   else for_stream(render_list(servers), sys.stdout))
             return 0
@@ -413,6 +451,10 @@ async def _logs(ctl: ServerControl, args: argparse.Namespace) -> int:
 
 
 def run(args: argparse.Namespace) -> int:
+    if args.action == "list" and len(destinations_of(args)) > 1:
+        answers = ask_hosts(destinations_of(args), targets_from_args(args), list_servers, host_limit_s(args))
+        return print_answers(args, answers, schema=LIST_SCHEMA, hosts_schema=HOSTS_LIST_SCHEMA,
+                             render=render_hosts_list, command=["servers", "list"])
     try:
         target = target_from_args(args)
         return run_with_passphrase_prompt(target, lambda t: _run(args, t))

@@ -1,4 +1,5 @@
-"""``spectui status``: one look at a host: facts, agent round trip, a GPU sample."""
+"""``spectui status``: one look at a host: facts, agent round trip, a GPU sample; with several hosts, one
+line each (:mod:`spectui.cli.fleet`)."""
 
 from __future__ import annotations
 
@@ -6,18 +7,29 @@ import argparse
 import json
 import sys
 
-from spectui.cli.hostopts import add_host_options, explain_connect_error, run_with_passphrase_prompt, target_from_args
-from spectui.core.errors import HostKeyChanged, HostKeyError, SpectuiError
+from collections import Counter
+
+from spectui.cli.fleet import HostAnswer, ask_hosts, error_json, host_limit_s, print_answers, table
+from spectui.cli.hostopts import (add_host_options, destinations_of, explain_connect_error, run_with_passphrase_prompt,
+                                  target_from_args, targets_from_args)
+from spectui.core.errors import SpectuiError
 from spectui.core.session import HostTarget, open_session
+from spectui.core.textsafe import visible
 
 SCHEMA = "spectui.status/1"
+HOSTS_SCHEMA = "spectui.status.hosts/1"
 
 
 def register(sub: argparse._SubParsersAction) -> None:
-    p = sub.add_parser("status", help="show a host's facts and one GPU sample",
-                       description="Connect to a host, run the agent, and show its facts and one GPU sample.")
-    add_host_options(p)
-    p.add_argument("--json", action="store_true", help=f"print one JSON object (schema {SCHEMA}, see docs/json.md)")
+    p = sub.add_parser("status", help="show a host's facts and one GPU sample, or one line for each of several hosts",
+                       description="Connect to a host, run the agent, and show its facts and one GPU sample. With "
+                                   "-H given several times, every host is asked at once and each gets one line of "
+                                   "one table: its GPUs, SGLang version, agent round trip and GPU telemetry "
+                                   "source, or the sentence saying why it failed. The exit status is 0 when every "
+                                   "host answered, 1 when any failed.")
+    add_host_options(p, multi=True)
+    p.add_argument("--json", action="store_true", help=f"print one JSON object (schema {SCHEMA}; with several hosts "
+                                                       f"{HOSTS_SCHEMA}; see docs/json.md)")
     p.set_defaults(func=run)
 
 
@@ -46,22 +58,15 @@ async def gather(target: HostTarget) -> dict:
     }
 
 
-def _error_json(exc: SpectuiError) -> dict:
-    kind = type(exc).__name__
-    d = {"schema": SCHEMA, "error": {"kind": kind, "message": str(exc)}}
-    if isinstance(exc, HostKeyError):
-        d["error"].update(fingerprint=exc.fingerprint, key_type=exc.key_type, host=exc.host, port=exc.port,
-                          changed=isinstance(exc, HostKeyChanged))
-    return d
-
-
 def run(args: argparse.Namespace) -> int:
+    if len(destinations_of(args)) > 1:
+        return run_hosts(args)
     try:
         target = target_from_args(args)
         report = run_with_passphrase_prompt(target, gather)
     except SpectuiError as exc:
         if args.json:
-            print(json.dumps(_error_json(exc), indent=2))
+            print(json.dumps(error_json(exc, SCHEMA), indent=2))
         print("spectui: " + explain_connect_error(exc, args.argv),
               file=sys.stderr)
         return 1
@@ -70,6 +75,30 @@ def run(args: argparse.Namespace) -> int:
     else:
         print(render_text(report))
     return 0
+
+
+def run_hosts(args: argparse.Namespace) -> int:
+    """``status`` of several hosts: one table, or one JSON object; 1 when any host failed."""
+    answers = ask_hosts(destinations_of(args), targets_from_args(args), gather, host_limit_s(args))
+    return print_answers(args, answers, schema=SCHEMA, hosts_schema=HOSTS_SCHEMA, render=render_hosts,
+                         command=["status"])
+
+
+def render_hosts(answers: list[HostAnswer]) -> str:
+    """One line per host: HOST, STATE (ok or error), GPUS, SGLANG, RTT MS, TELEMETRY; a failed host's line
+    has its sentence after STATE."""
+    rows = []
+    for a in answers:
+        if a.error is not None:
+            rows.append([a.dest, "error", str(a.error)])
+            continue
+        r = a.result
+        gt, sg = r["gpu_telemetry"], r["host"]["sglang"]
+        names = Counter(visible(str(g.get("name") or "?")) for g in (gt["gpus"] or r["host"].get("gpus") or []))
+        gpus = ", ".join(f"{n}x {name}" for name, n in names.items()) or "-"
+        version = visible(str(sg["version"] or "unknown")) if sg["installed"] else "-"
+        rows.append([a.dest, "ok", gpus, version, f"{r['rtt_ms']:.1f}", str(gt["source"])])
+    return table(["HOST", "STATE", "GPUS", "SGLANG", "RTT MS", "TELEMETRY"], rows, right=(4,))
 
 
 def _fmt(v, unit="", digits=0):

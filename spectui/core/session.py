@@ -36,13 +36,16 @@ class HostTarget:
     state_dir: str | None = None         # the host's state folder
     gpu_source: str = "auto"
     ports: DemoPorts | None = None       # the demo's profile ports moved off taken ones (spectui.core.demo_ports)
+    name: str | None = None              # how the console names it among several (spectui demo --hosts 2: "demo-2")
 
     @classmethod
-    def demo(cls, state_dir: str | None = None, ports: DemoPorts | None = None) -> "HostTarget":
-        return cls(kind="demo", simulated=True, state_dir=state_dir or demo_state_dir(), ports=ports)
+    def demo(cls, state_dir: str | None = None, ports: DemoPorts | None = None, name: str | None = None) -> "HostTarget":
+        return cls(kind="demo", simulated=True, state_dir=state_dir or demo_state_dir(), ports=ports, name=name)
 
     @property
     def label(self) -> str:
+        if self.name:
+            return self.name
         if self.kind in ("ssh", "replay"):
             return self.destination or "?"
         return "demo (simulated host)" if self.kind == "demo" else "local"

@@ -4,6 +4,7 @@
 
     theme: textual-dark          # saved by the console when you change it (ctrl+p, "Theme")
     default_host: gpu-box        # `spectui connect` with no DEST
+    hosts: [gpu-a, gpu-b]        # `spectui connect` with no DEST and several hosts: all of them, in one console
     telemetry_hz: 2              # the default of --telemetry-hz
     ssh:                         # the defaults of the SSH options; the command line wins
       config: ~/.ssh/config      # -F
@@ -51,7 +52,7 @@ from spectui.core.paths import settings_file
 from spectui.core.profiles.errors import ProfileError, close_matches, did_you_mean
 from spectui.core.profiles.yamlsource import YamlDocument, load_yaml, parse_yaml
 
-TOP_KEYS = ("theme", "default_host", "ssh", "telemetry_hz", "keymap", "demo", "alerts")
+TOP_KEYS = ("theme", "default_host", "hosts", "ssh", "telemetry_hz", "keymap", "demo", "alerts")
 SSH_KEYS = ("config", "identity", "port", "jump", "known_hosts", "accept_new_host_key", "connect_timeout")
 DEMO_KEYS = ("port_base",)
 TELEMETRY_HZ_MAX = 10.0
@@ -81,6 +82,7 @@ class Settings:
     path: str
     theme: str | None = None
     default_host: str | None = None
+    hosts: list[str] = field(default_factory=list)
     telemetry_hz: float | None = None
     ssh: SshDefaults = field(default_factory=SshDefaults)
     keymap: dict[str, str] = field(default_factory=dict)
@@ -144,6 +146,17 @@ class _Reader:
                 self.s.theme = self.word(fpath, value, "a theme name such as textual-dark")
             elif k == "default_host":
                 self.s.default_host = self.destination(fpath, value)
+            elif k == "hosts":
+                if not isinstance(value, list) or not value:
+                    self.problem(fpath, "'hosts' takes a list of [user@]host[:port] or SSH config aliases, such as "
+                                        "[gpu-a, gpu-b]")
+                else:
+                    for i, v in enumerate(value):
+                        if isinstance(v, str) and re.fullmatch(r"[^\s\-][^\s]*", v) and v.isprintable():
+                            self.s.hosts.append(v)
+                        else:
+                            self.problem(fpath + (i,), f"'hosts' entry {i + 1} takes one [user@]host[:port] or SSH "
+                                                       "config alias, without spaces and not starting with '-'")
             elif k == "telemetry_hz":
                 hz = self.number(fpath, value, 0.0, TELEMETRY_HZ_MAX, "GPU telemetry rate in Hz")
                 self.s.telemetry_hz = hz

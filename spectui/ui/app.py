@@ -12,6 +12,7 @@ to the panels that are visible; panels redraw only when their snapshot differs.
 
 from __future__ import annotations
 
+import asyncio
 import logging
 import time
 from collections.abc import Iterable
@@ -22,12 +23,15 @@ from textual.app import App, SystemCommand
 from textual.screen import ModalScreen, Screen
 
 from spectui.core.errors import (
+    AgentCallError,
+    Disconnected,
     HostKeyChanged,
     HostKeyUnknown,
     KeyPassphraseNeeded,
     SpectuiError,
 )
 from spectui.core.link_events import LinkEvent
+from spectui.core.link_events import SessionOpened as SessionOpenedEvent
 from spectui.core.live import HostLink, LinkState
 from spectui.core.profiles import Profile, ProfileLibrary, load_profiles
 from spectui.core.replay import ReplayLink
@@ -48,6 +52,7 @@ from spectui.ui.controllers.telemetry import TelemetryController
 from spectui.ui.controllers.traffic import TrafficController
 from spectui.ui.controllers.tune import TuneController
 from spectui.ui.draw import Styles
+from spectui.ui.fleet import RETRY_MAX_S, RETRY_START_S, FleetHost, fleet_row, fleet_view
 from spectui.ui.gpu_processes import gpu_processes_view
 from spectui.ui.palette import ProfileCommands
 from spectui.ui.screens.connecting import ConnectingScreen
@@ -55,6 +60,7 @@ from spectui.ui.screens.dashboard import HOST_ACTIONS, DashboardScreen
 from spectui.ui.screens.alerts import AlertsScreen
 from spectui.ui.screens.debuglog import DebugLogScreen
 from spectui.ui.screens.describe import DescribeScreen
+from spectui.ui.screens.fleet import FleetScreen
 from spectui.ui.screens.dialogs import FailureScreen, HostKeyChangedScreen, HostKeyScreen, PassphraseScreen
 from spectui.ui.screens.gpuprocs import GpuProcsScreen
 from spectui.ui.screens.help import HelpScreen
@@ -77,18 +83,23 @@ class SpectuiApp(App):
                  telemetry_hz: float = 1.0, traffic: bool = True, refresh_hz: float = REFRESH_HZ,
                  history: int = 3600, settings: Settings | None = None, again: AgainCommands | None = None,
                  record: str | None = None, replay: ReplayLink | None = None, replay_from_s: float | None = None,
-                 traffic_scenario: dict | None = None) -> None:
+                 traffic_scenario: dict | None = None,
+                 hosts: list[tuple[HostTarget, ProfileLibrary]] | None = None) -> None:
         super().__init__()
         self.replay = replay            # spectui replay FILE: the link plays a recording, read-only
         self.replay_from_s = replay_from_s
         if replay is not None:
             target = replay.target
             library = library if library is not None else replay.profiles()
+        if hosts:                       # several hosts: the dashboard starts on the first
+            target, library = hosts[0]
         self.target = target
         self.again = again or AgainCommands.of_target(target)  # the commands the quit note suggests
         self.demo = target.kind == "demo"
         self.keep = keep
         self.library = library if library is not None else load_profiles()
+        self.hosts = [FleetHost(t, lib) for t, lib in hosts] if hosts else [FleetHost(target, self.library)]
+        self.current_host = 0               # the host the dashboard shows (H, < and > change it)
         self.profiles: list[Profile] = list(self.library)
         self.profile_errors = [str(e) for e in self.library.errors]
         self.paused = False                 # z: the panels hold still while telemetry keeps arriving
@@ -135,7 +146,10 @@ class SpectuiApp(App):
         self.user_settings.apply()
         self._update_styles()
         self.theme_changed_signal.subscribe(self, lambda _theme: self._theme_changed())
-        self.push_screen(ConnectingScreen(self.target.label))
+        if len(self.hosts) > 1:
+            self.push_screen(FleetScreen())   # every host at a glance; enter opens one
+        else:
+            self.push_screen(ConnectingScreen(self.target.label))
         self.set_interval(1.0 / self.refresh_hz, self.tick)
         self.set_interval(LOG_POLL_S, self.logs.poll)
         self.recording.start_wanted()
@@ -164,6 +178,10 @@ class SpectuiApp(App):
             self.link = self.replay
             self.replay.events.subscribe(self._hear)
             await self.replay.run(self.replay_from_s)
+            return
+        if len(self.hosts) > 1:
+            for host in self.hosts:  # each its own: a host that is down holds up no other
+                self.run_worker(self._host_connection(host), group="fleet", exit_on_error=False)
             return
         while True:
             link = HostLink(self.target, gpu_interval_s=self.telemetry.gpu_interval_s,
@@ -205,6 +223,59 @@ class SpectuiApp(App):
                     self.exit(return_code=1)
                     return
             self._connecting_status(f"connecting to {self.target.label}")
+
+    async def _host_connection(self, host: FleetHost) -> None:
+        """One host of several: its link, kept up; a failed first connection is that host's row (retried on its
+        own), and a host key or passphrase it needs asks the operator, naming the host."""
+        wait = RETRY_START_S
+        while not self._quitting:
+            link = HostLink(host.target, gpu_interval_s=self.telemetry.gpu_interval_s,
+                            server_interval_s=SERVER_INTERVAL_S, history=self.history)
+            link.events.subscribe(lambda event, h=host: self._hear_host(h, event))
+            host.link = link
+            if host is self.hosts[self.current_host]:
+                self.link = link
+                self.recording.attach(link)
+            try:
+                await link.run()
+                return
+            except HostKeyChanged as exc:
+                host.error, host.refused = str(exc), True
+                self.notify(f"{host.label}: {exc}", severity="error", timeout=30)
+                return
+            except HostKeyUnknown as exc:
+                choice = await self.push_screen_wait(HostKeyScreen(exc))
+                if choice == "once":
+                    host.target.ssh.trusted_fingerprints = frozenset(host.target.ssh.trusted_fingerprints) | {
+                        exc.fingerprint}
+                elif choice == "save":
+                    host.target.ssh.accept_new_host_key = True
+                else:
+                    host.error, host.refused = "its host key was not trusted", True
+                    return
+            except KeyPassphraseNeeded as exc:
+                secret = await self.push_screen_wait(PassphraseScreen(f"{host.label}: {exc}"))
+                if secret is None:
+                    host.error, host.refused = "no passphrase for its key", True
+                    return
+                host.target.ssh.passphrase = secret
+            except (SpectuiError, OSError) as exc:
+                host.error = str(exc) or type(exc).__name__
+                host.retry_at = time.monotonic() + wait
+                self.changed()
+                await asyncio.sleep(wait)
+                wait = min(RETRY_MAX_S, wait * 2)
+                continue
+            host.error = None
+
+    def _hear_host(self, host: FleetHost, event: LinkEvent) -> None:
+        """Several hosts: the shown host's events drive the console; the others' only redraw the overview."""
+        if isinstance(event, SessionOpenedEvent):
+            host.error, host.retry_at = None, None
+        if host is self.hosts[self.current_host]:
+            self._hear(event)
+        else:
+            self._news += 1
 
     def _hear(self, event: LinkEvent) -> None:
         """The link's subscriber (it runs in the App's loop): each event becomes a message to the App."""
@@ -265,13 +336,15 @@ class SpectuiApp(App):
         return False
 
     def tick(self) -> None:
+        screen = self.screen
+        if isinstance(screen, FleetScreen):
+            screen.sync()
         link = self.link
         if link is None:
             return
-        if not self._connected_seen:
+        if not self._connected_seen and len(self.hosts) == 1:
             self._connecting_status()  # its clock
             return
-        screen = self.screen
         if isinstance(screen, (LogScreen, DescribeScreen)):
             screen.sync()
         elif isinstance(screen, GpuProcsScreen):
@@ -490,6 +563,50 @@ class SpectuiApp(App):
             return None
         return link
 
+    # --- several hosts --------------------------------------------------------------------------------------------
+    def fleet_view(self, highlight: int):
+        return fleet_view(self.hosts, self.current_host, highlight)
+
+    def open_fleet(self) -> None:
+        self.push_screen(FleetScreen())
+
+    def enter_host(self, index: int) -> None:
+        """Show host ``index`` on the dashboard: its link, profiles and state; what the console held of the
+        previous host (switch results, probes, logs, alert judgements) is dropped, and its session's work
+        (topology, probes, demo traffic) starts as for a new session."""
+        if index == self.current_host or not 0 <= index < len(self.hosts):
+            return
+        if self.busy:
+            self.notify(f"Wait: {self.busy} on {self.target.label}.", severity="warning")
+            return
+        host = self.hosts[index]
+        old = self.link
+        writer = self.recording.writer
+        if writer is not None and old is not None and old.recorder is writer:
+            old.recorder = None
+        self.current_host = index
+        self.link, self.target, self.library = host.link, host.target, host.library
+        self.profiles = list(self.library)
+        self.profile_errors = [str(e) for e in self.library.errors]
+        self.highlight = 0
+        if self.profile_filter and self.dashboard is not None:
+            self.dashboard.end_profile_filter()
+        self.profile_filter = ""
+        self.breakeven = snapshots.BreakEvenCache()
+        for controller in self.controllers:
+            controller.host_changed()
+        link = host.link
+        if link is not None:
+            self.recording.attach(link)
+            if writer is not None and link.connected:
+                writer.write("session", {"facts": link.facts, "servers": list(link.servers.values())})
+            if link.connected:
+                for controller in self.controllers:
+                    controller.session_opened(link.session, link.reconnects)
+        self.notify(f"Host {index + 1} of {len(self.hosts)}: {host.label}"
+                    + ("" if link is not None and link.connected else f" ({fleet_row(index + 1, host, current=True).health})"))
+        self.refresh_now()
+
     # --- other screens ---------------------------------------------------------------------------------------------------------------------
     def open_help(self) -> None:
         self.push_screen(HelpScreen())
@@ -575,6 +692,8 @@ class SpectuiApp(App):
         try:
             if self.replay is not None:
                 pass  # nothing ran: nothing to stop or to tell
+            elif len(self.hosts) > 1:
+                note = await self._quit_hosts()
             elif link is not None and link.connected:
                 if self.demo and not self.keep:
                     await self.bench.stop_for_quit()  # what it measured is saved before the servers go
@@ -610,9 +729,44 @@ class SpectuiApp(App):
         finally:
             recorded = self.recording.quit_note()
             self.exit_note = " ".join(n for n in (note or self.exit_note, recorded) if n) or None
-            if link is not None:
+            links = [h.link for h in self.hosts if h.link is not None and h.link is not link] + ([link] if link else [])
+            for each in links:
                 try:
-                    await link.close()
+                    await each.close()
                 except Exception:  # quitting goes on; the note above already says what is left running
                     logging.getLogger(__name__).warning("closing the connection while quitting failed", exc_info=True)
             self.exit()
+
+    async def _quit_hosts(self) -> str:
+        """Quitting with several hosts: the demo stops its simulated servers on each host; on real hosts the servers
+        keep running, and the note says what runs where."""
+        stopping = self.demo and not self.keep
+        if stopping:
+            await self.bench.stop_for_quit()
+            self.busy = "stopping the demo servers"
+            self.refresh_now()
+            self.notify("Stopping the simulated servers on every host…", timeout=30)
+        notes = []
+        for host in self.hosts:
+            link = host.link
+            if link is None or not link.connected:
+                if stopping and link is not None and any(s.get("state") in LIVE for s in link.servers.values()):
+                    notes.append(f"{host.label}: not connected, so its servers could not be stopped")
+                elif host.error:
+                    notes.append(f"{host.label}: not connected ({host.error})")
+                continue
+            if stopping:
+                try:
+                    await link.session.client.call("traffic.stop")
+                except (AgentCallError, Disconnected):
+                    pass  # an agent without traffic: nothing to stop
+                names = [s["name"] for s in await link.stop_all()]
+                notes.append(f"{host.label}: stopped {', '.join(names)}" if names else f"{host.label}: nothing ran")
+            else:
+                live = [s for s in link.servers.values() if s.get("state") in LIVE]
+                notes.append(f"{host.label}: " + (", ".join(f"{s['name']} ({s['state']}, port {s.get('port')})"
+                                                             for s in live) + " keep running" if live
+                                                   else "no server running"))
+        head = "spectui demo: " if self.demo else "spectui: "
+        tail = "" if stopping else f" `{self.again.reopen}` opens them again."
+        return head + "; ".join(notes) + "." + tail

@@ -83,6 +83,12 @@ DASHBOARD = [
                     "to a report"),
     Binding("exclamation_mark", "alerts", "Alerts", id="dashboard.alerts", show=False,
             tooltip="The alerts firing now, and every change"),
+    Binding("H", "hosts", "Hosts", id="dashboard.hosts",
+            tooltip="Several hosts: the fleet overview, one row a host; enter opens a host's dashboard"),
+    Binding("less_than_sign", "host(-1)", "Prev host", id="dashboard.previous_host", show=False,
+            tooltip="Several hosts: the previous host's dashboard"),
+    Binding("greater_than_sign", "host(1)", "Next host", id="dashboard.next_host", show=False,
+            tooltip="Several hosts: the next host's dashboard"),
     Binding("ctrl+r", "record", "Record", id="dashboard.record", show=False,
             tooltip="Start recording the session to a file (spectui replay plays it), or stop"),
     Binding("question_mark", "help", "Help", id="dashboard.help", tooltip="Show every key"),
@@ -153,6 +159,15 @@ DEBUG_LOG = [
     Binding("escape,q,D", "close", "Back", id="debug_log.back", tooltip="Back to the dashboard"),
 ]
 
+FLEET = [
+    Binding("up,k", "move(-1)", "Up", id="fleet.up", show=False, tooltip="Highlight the previous host"),
+    Binding("down,j", "move(1)", "Down", id="fleet.down", show=False, tooltip="Highlight the next host"),
+    Binding("enter", "open", "Open", id="fleet.open", tooltip="Open the highlighted host's dashboard"),
+    Binding("escape", "close", "Back", id="fleet.back", tooltip="Back to the dashboard"),
+    Binding("q", "quit_console", "Quit", id="fleet.quit",
+            tooltip="Quit (servers on real hosts keep running; the demo stops its own)"),
+]
+
 # The App's own: offered only while replaying a recording (spectui replay FILE).
 REPLAY = [
     Binding("space", "replay_pause", "Play/pause", id="replay.pause", tooltip="Replay: pause or play"),
@@ -188,12 +203,13 @@ PALETTE_HELP = "Command palette: Switch to / Stop for each profile, and every ke
 # Groups shown by the help screen, in order.
 HELP_GROUPS = (("Dashboard", DASHBOARD), ("Log screen", LOGS), ("Benchmark screen", BENCH),
                ("Source screen", SOURCE), ("GPU process screen", GPU_PROCESSES), ("Describe screen", DESCRIBE),
-               ("Debug log screen", DEBUG_LOG), ("Alerts screen", ALERTS), ("Replay (spectui replay)", REPLAY))
+               ("Debug log screen", DEBUG_LOG), ("Alerts screen", ALERTS), ("Hosts screen", FLEET),
+               ("Replay (spectui replay)", REPLAY))
 
 # Actions that make sense as palette commands (digits and movement do not).
 PALETTE_ACTIONS = ("switch", "stop", "adopt", "import_profile", "restart", "logs", "filter", "source", "bench", "compare", "results", "probe",
                    "traffic", "retry_now", "gpu_processes", "describe", "pause", "telemetry_faster",
-                   "telemetry_slower", "filter_profiles", "debug_log", "alerts", "record", "help", "quit_console")
+                   "telemetry_slower", "filter_profiles", "debug_log", "alerts", "record", "hosts", "help", "quit_console")
 # A palette title where the footer's short label would not say enough.
 PALETTE_TITLES = {"probe": "Run verify-cost probe", "bench": "Benchmark the ready server",
                   "adopt": "Adopt the highlighted server", "import_profile": "Import a profile from the server",
@@ -202,7 +218,7 @@ PALETTE_TITLES = {"probe": "Run verify-cost probe", "bench": "Benchmark the read
                   "pause": "Pause or resume the display", "telemetry_faster": "GPU telemetry faster",
                   "telemetry_slower": "GPU telemetry slower", "filter_profiles": "Filter the profile list",
                   "debug_log": "Debug log (spectui's own)", "alerts": "Alerts",
-                  "record": "Record the session, or stop recording"}
+                  "record": "Record the session, or stop recording", "hosts": "Hosts (fleet overview)"}
 
 
 def key_names(binding: Binding, keymap: dict[str, str] | None = None) -> list[str]:
@@ -228,8 +244,8 @@ def palette_title(binding: Binding) -> str:
 
 # --- the keymap of the settings file ---------------------------------------------------------------------------------
 # The screens whose keys share one keymap id space, each checked for two bindings on one key.
-KEYMAP_GROUPS = (DASHBOARD, LOGS, BENCH, SOURCE, GPU_PROCESSES, DESCRIBE, DEBUG_LOG, ALERTS, REPLAY, PICKER, CLOSE,
-                 CONFIRM)
+KEYMAP_GROUPS = (DASHBOARD, LOGS, BENCH, SOURCE, GPU_PROCESSES, DESCRIBE, DEBUG_LOG, ALERTS, FLEET, REPLAY, PICKER,
+                 CLOSE, CONFIRM)
 _MODIFIERS = ("ctrl", "shift", "alt", "meta", "super", "hyper")
 # Named keys Textual reports: escape, enter, f1..f24, up, pageup, ... and printable characters by name
 # (question_mark, slash, space, ...), as textual.keys._character_to_key names them.

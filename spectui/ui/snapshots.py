@@ -133,7 +133,7 @@ def header_view(link: HostLink, *, traffic: bool | None, busy: str | None, inter
             sglang_note = "SGLang"  # followed by "(simulated)"; a server's /server_info gives the version
         else:
             sglang_note = "SGLang not found"
-    host = "demo host" if link.target.kind == "demo" else link.target.label
+    host = "demo host" if link.target.kind == "demo" and not link.target.name else link.target.label
     hostname = facts.get("hostname")
     if link.target.kind == "ssh" and hostname and hostname not in host:
         host = f"{host} ({hostname})"

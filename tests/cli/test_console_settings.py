@@ -76,7 +76,7 @@ def test_connect_with_no_host_anywhere_says_what_to_do(config_dir, capsys):
     assert main(["connect"]) == 2
     err = capsys.readouterr().err
     assert err == (f"spectui: spectui connect needs DEST ([user@]host[:port] or an SSH config alias), or "
-                   f"default_host in {config_dir / 'config.yaml'}.\n")
+                   f"default_host or hosts in {config_dir / 'config.yaml'}.\n")
 
 
 def test_a_settings_problem_is_printed_and_the_command_goes_on(config_dir, capsys):
@@ -92,3 +92,16 @@ def test_a_settings_problem_is_printed_and_the_command_goes_on(config_dir, capsy
 def test_a_telemetry_rate_out_of_range_is_refused(config_dir, capsys):
     assert main(["demo", "--telemetry-hz", "11"]) == 2
     assert capsys.readouterr().err == "spectui: --telemetry-hz must be between 0 and 10, not 11.\n"
+
+
+def test_the_settings_hosts_are_the_hosts_of_a_bare_connect(config_dir, capsys):
+    from spectui.cli.console import connect_destinations
+    from spectui.cli.hostopts import host_settings
+
+    (config_dir / "config.yaml").write_text("default_host: gpu-z\nhosts: [gpu-a, 'bad host', gpu-b]\n")
+    args = parse("connect")
+    assert connect_destinations(args, host_settings(args, report=False)) == ["gpu-a", "gpu-b"]
+    assert str(host_settings(args).errors[0]).endswith(
+        "config.yaml:2:16: 'hosts' entry 2 takes one [user@]host[:port] or SSH config alias, without spaces and not starting "
+        "with '-'")
+    assert connect_destinations(parse("connect", "gpu-c", "gpu-d"), host_settings(args)) == ["gpu-c", "gpu-d"]

@@ -30,6 +30,9 @@ class AlertsController(Controller):
         self.changes: list[dict] = []     # newest last: {"kind", "at", "rule", "subject", "message", ...}
         self._last = 0.0
 
+    def host_changed(self) -> None:
+        self.engine = AlertEngine(self.config)   # its rules judge the new host from its own frames
+
     # --- what the screens read ------------------------------------------------------------------------------
     def active(self) -> list[dict]:
         """The alerts firing now, oldest first (in a replay: as recorded up to the play head)."""
@@ -59,7 +62,7 @@ class AlertsController(Controller):
             return None
         newest = active[-1]
         more = f" (+{len(active) - 1} more)" if len(active) > 1 else ""
-        return f"⚠ {newest['message']}{more} · ! lists alerts"
+        return f"{newest['message']}{more} · ! lists alerts"  # the banner draws its own ⚠
 
     # --- judging ----------------------------------------------------------------------------------------------
     def l_stars(self) -> dict[str, tuple[float, str]]:

@@ -44,3 +44,6 @@ class Controller:
     # --- the link's news, routed by the App ----------------------------------------------------------------
     def session_opened(self, session: Session, reconnects: int) -> None:
         """A session is up (the first, or after a drop): what this feature needs of each session starts here."""
+
+    def host_changed(self) -> None:
+        """The dashboard now shows another host (several hosts): drop what was held of the previous one."""

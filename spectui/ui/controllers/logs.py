@@ -23,6 +23,9 @@ class LogsController(Controller):
         self._replayed: dict[str, int] = {}   # a replay: how many of each log's recorded reads were fed
         self._generation = None
 
+    def host_changed(self) -> None:
+        self.buffers = {}
+
     def buffer(self, name: str) -> LogBuffer:
         return self.buffers.setdefault(name, LogBuffer(name))
 

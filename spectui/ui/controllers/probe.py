@@ -56,6 +56,10 @@ class ProbeController(Controller):
         self._worker = None
 
     # --- at connect time -------------------------------------------------------------------------------
+    def host_changed(self) -> None:
+        self.interconnect = None
+        self.probes = {}
+
     def session_opened(self, session, reconnects: int) -> None:
         self._fetch_topology(session)
         self._load_probes(session)

@@ -85,6 +85,10 @@ class ServersController(Controller):
         self.switch_started: float | None = None
         self.switch_stopped: str | None = None      # what the switch stops, as the server panel says it
 
+    def host_changed(self) -> None:
+        self.switch_results, self.switch_errors = {}, {}
+        self.switch_started = self.switch_stopped = None
+
     # --- which rows are found servers -----------------------------------------------------------------------
     def found_servers(self) -> list[dict]:
         """Found servers no profile row shows, in the order of their rows after the profiles."""

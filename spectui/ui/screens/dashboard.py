@@ -114,6 +114,8 @@ class DashboardScreen(Screen):
             return False  # a replay acts on nothing (and space plays or pauses it)
         if action == "traffic":
             return self.app.traffic.available
+        if action in ("hosts", "host"):  # several hosts only
+            return len(self.app.hosts) > 1
         if action in ("adopt", "import_profile"):  # offered while a server spectui did not start is highlighted
             return self.app.servers.found_action_possible(action)
         return True
@@ -185,6 +187,12 @@ class DashboardScreen(Screen):
 
     def action_debug_log(self) -> None:
         self.app.open_debug_log()
+
+    def action_hosts(self) -> None:
+        self.app.open_fleet()
+
+    def action_host(self, step: int) -> None:
+        self.app.enter_host((self.app.current_host + step) % len(self.app.hosts))
 
     def action_record(self) -> None:
         self.app.recording.toggle()

@@ -1,0 +1,145 @@
+"""Several hosts in one console: the overview lists every host live, enter opens a host's dashboard, < and >
+move between hosts, each host keeps its own servers, a host that dies reconnects without stalling the
+others, and one that never answers is a row that says why."""
+
+from __future__ import annotations
+
+import dataclasses
+import os
+import signal
+
+import pytest
+
+from spectui.core.profiles import load_profiles
+from spectui.core.session import HostTarget
+from spectui.core.transport.ssh import SshOptions
+from spectui.ui.app import SpectuiApp
+from spectui.ui.screens.fleet import FleetScreen
+from tests.support.sshd import free_port
+from tests.ui.support import kill_recorded_servers, panel_text, server_state, wait_for
+from tests.ui.test_console_pilot import SIZE
+
+
+def two_demo_hosts(ui_env):
+    first = load_profiles()
+    second = dataclasses.replace(first, profiles={n: dataclasses.replace(p, port=free_port())
+                                                  for n, p in first.profiles.items()})
+    state2 = ui_env.tmp / "host-2-state"
+    state2.mkdir()
+    return [(HostTarget.demo(str(ui_env.state), name="demo-1"), first),
+            (HostTarget.demo(str(state2), name="demo-2"), second)], state2
+
+
+def rows(app):
+    return app.screen.table.text.splitlines() if isinstance(app.screen, FleetScreen) else []
+
+
+def row_of(app, host):
+    return next((r for r in app.fleet_view(0).rows if r.host == host), None)
+
+
+async def test_two_hosts_overview_enter_switch_and_keys(ui_env):
+    hosts, state2 = two_demo_hosts(ui_env)
+    app = SpectuiApp(hosts[0][0], hosts=hosts, traffic=False)
+    try:
+        async with app.run_test(size=SIZE) as pilot:
+            await wait_for(pilot, lambda: isinstance(app.screen, FleetScreen), 10, "the overview first")
+            await wait_for(pilot, lambda: all(r.state == "connected" and r.gpus for r in app.fleet_view(0).rows), 60,
+                           "both hosts connected")
+            await wait_for(pilot, lambda: "2 of 2 connected" in (app.screen.table.border_title or ""), 5, "title")
+            text = "\n".join(rows(app))
+            assert "demo-1" in text and "demo-2" in text and "8×" in text
+            # enter the second host and serve alpha there
+            await pilot.press("down", "enter")
+            await wait_for(pilot, lambda: app.screen is app.dashboard and app.current_host == 1, 10, "demo-2")
+            await wait_for(pilot, lambda: "demo-2" in panel_text(app, "header"), 10, "the header")
+            await pilot.press("1")
+            await wait_for(pilot, lambda: server_state(app, "alpha") == "ready" and app.busy is None, 60,
+                           "alpha ready on demo-2")
+            assert app.link is app.hosts[1].link and "alpha" not in app.hosts[0].link.servers
+            # the overview: demo-2 serves alpha, demo-1 nothing
+            await pilot.press("H")
+            await wait_for(pilot, lambda: isinstance(app.screen, FleetScreen), 5, "the overview")
+            await wait_for(pilot, lambda: row_of(app, "demo-2").server == "alpha", 10, "alpha on demo-2's row")
+            assert row_of(app, "demo-1").server is None and row_of(app, "demo-2").current
+            await pilot.press("escape")
+            # < goes to the previous host: its own servers, alpha stopped there
+            await pilot.press("less_than_sign")
+            await wait_for(pilot, lambda: app.current_host == 0 and "demo-1" in panel_text(app, "header"), 10,
+                           "demo-1")
+            assert server_state(app, "alpha") is None
+            # a host's agent dies: it reconnects, and the other host's telemetry keeps arriving meanwhile
+            other = app.hosts[1].link
+            seq = other.gpu.seq
+            os.kill(int(app.hosts[0].link.session.hello["pid"]), signal.SIGKILL)
+            await wait_for(pilot, lambda: row_of(app, "demo-1").state == "reconnecting", 20, "demo-1 reconnecting")
+            await wait_for(pilot, lambda: other.gpu.seq > seq + 1, 10, "demo-2's telemetry going on")
+            assert other.connected and other.reconnects == 0
+            await wait_for(pilot, lambda: row_of(app, "demo-1").state == "connected", 60, "demo-1 back")
+            app.quit_console()
+            await wait_for(pilot, lambda: app.exit_note is not None, 60, "quitting")
+        assert "demo-2: stopped alpha" in app.exit_note and "demo-1: nothing ran" in app.exit_note
+    finally:
+        kill_recorded_servers(state2)
+
+
+async def test_a_host_that_never_answers_is_a_row_and_holds_up_no_other(ui_env):
+    hosts, _ = two_demo_hosts(ui_env)
+    closed = free_port()   # nothing listens there
+    dead = HostTarget(kind="ssh", destination=f"nobody@127.0.0.1:{closed}", ssh=SshOptions(connect_timeout=3.0))
+    app = SpectuiApp(dead, hosts=[(dead, hosts[0][1]), hosts[0]], traffic=False)
+    async with app.run_test(size=SIZE) as pilot:
+        await wait_for(pilot, lambda: row_of(app, "demo-1") is not None and row_of(app, "demo-1").state == "connected",
+                       60, "the live host")
+        down = await wait_for(pilot, lambda: (r := row_of(app, f"nobody@127.0.0.1:{closed}")) is not None
+                              and r.state == "down" and r, 30, "the dead host's row")
+        assert down.health.startswith("down: ") and "again in" in down.health
+        await wait_for(pilot, lambda: any("down: " in line for line in rows(app)), 5, "the row drawn")
+        # entering the dead host says why; the live one still works
+        await pilot.press("enter")
+        await wait_for(pilot, lambda: app.screen is app.dashboard, 5, "the dashboard")
+        await pilot.press("greater_than_sign")
+        await wait_for(pilot, lambda: app.current_host == 1 and app.link.connected, 10, "demo-1")
+        app.quit_console()
+        await wait_for(pilot, lambda: app.exit_note is not None, 60, "quitting")
+    assert f"nobody@127.0.0.1:{closed}: not connected" in app.exit_note
+
+
+@pytest.mark.sshd
+async def test_spectui_connect_with_two_real_sshd_hosts(ui_env, sshd, tmp_path, monkeypatch):
+    """`spectui connect A B` as the command line builds it, over two real OpenSSH sshd on loopback, each host
+    with its own state folder: both rows live; one sshd killed, its host reconnects while the other streams."""
+    from spectui.cli.console import connect_destinations
+    from spectui.cli.hostopts import host_settings, targets_from_args
+    from spectui.cli.main import build_parser
+    from tests.ssh.test_fleet_sshd import options
+    from tests.support.sshd import LoopbackSshd
+
+    other = LoopbackSshd(tmp_path / "other-sshd").start()
+    try:
+        words = options(tmp_path, ui_env.state, sshd, other)
+        args = build_parser().parse_args(["connect", sshd.dest, other.dest, *words])
+        dests = connect_destinations(args, host_settings(args, report=False))
+        assert dests == [sshd.dest, other.dest]
+        targets = targets_from_args(args, dests)
+        targets[1].state_dir = str(tmp_path / "other-state")   # two hosts: two state folders
+        app = SpectuiApp(targets[0], hosts=[(t, load_profiles()) for t in targets], traffic=False)
+        async with app.run_test(size=SIZE) as pilot:
+            await wait_for(pilot, lambda: all(r.state == "connected" and r.gpus for r in app.fleet_view(0).rows),
+                           60, "both hosts over SSH")
+            assert [r.host for r in app.fleet_view(0).rows] == [sshd.dest, other.dest]
+            first = app.hosts[0].link
+            seq = first.gpu.seq
+            other.stop()   # the second host goes away: its sshd, and the agent of the session it had open
+            os.kill(int(app.hosts[1].link.session.hello["pid"]), signal.SIGKILL)
+            await wait_for(pilot, lambda: row_of(app, other.dest).state in ("reconnecting", "down"), 40,
+                           "the second host lost")
+            await wait_for(pilot, lambda: first.gpu.seq > seq + 1, 10, "the first host streaming on")
+            assert first.connected and first.reconnects == 0
+            await pilot.press("down", "enter")
+            await wait_for(pilot, lambda: app.screen is app.dashboard and app.current_host == 1, 10, "its dashboard")
+            await wait_for(pilot, lambda: "econnecting" in panel_text(app, "banner"), 10, "the banner says so")
+            app.quit_console()
+            await wait_for(pilot, lambda: app.exit_note is not None, 60, "quitting")
+    finally:
+        other.stop()
