@@ -2,7 +2,9 @@
 
 Every line starts with ``[%Y-%m-%d %H:%M:%S] `` (``.mmm`` milliseconds when SGLANG_LOG_MS is
 set), with the rank inside the brackets for a scheduler of a multi-rank server
-(``[2026-11-30 10:00:00 TP0] ``). Eras (``--sim-log-format``):
+(``[2026-11-30 10:00:00 TP0] ``). On a multi-node server each node writes its own schedulers' lines
+under their global TP rank (node 1 of TP16 over two nodes: ``TP8`` to ``TP15``), as SGLang's
+``configure_logger(server_args, prefix=f" TP{tp_rank}")`` does. Eras (``--sim-log-format``):
 
 ``0.4`` (sglang 0.4.6.post5 wheel, sglang/srt/managers/scheduler.py:1145-1161 and 1201-1225)
     ``Prefill batch. ... #queue-req: N`` / ``Decode batch. ... [accept len: X, ]cuda graph: B,
@@ -36,9 +38,14 @@ VERSIONS = {"0.4": "0.4.6.post5", "2025": "0.5.6", "0.5.23": "0.5.23"}
 class SimLogger:
     """Writes SGLang-style lines to a stream, one flushed write per line."""
 
-    def __init__(self, stream: Optional[TextIO] = None, tp_size: int = 1, millis: Optional[bool] = None):
+    def __init__(self, stream: Optional[TextIO] = None, tp_size: int = 1, millis: Optional[bool] = None,
+                 first_rank: int = 0, local_ranks: Optional[int] = None):
         self.stream = stream or sys.stdout
         self.tp_size = tp_size
+        # the TP ranks of this node: all of them on one node; ``tp_size / nnodes`` from
+        # ``node_rank * tp_size / nnodes`` on, the global rank in each prefix, on several
+        self.first_rank = first_rank
+        self.local_ranks = tp_size if local_ranks is None else local_ranks
         if millis is None:
             millis = os.environ.get("SGLANG_LOG_MS", "").lower() in ("1", "true", "yes")
         self.millis = millis
@@ -65,11 +72,12 @@ class SimLogger:
         self.raw(self.prefix(rank) + msg)
 
     def rank0(self, msg: str) -> None:
-        """A scheduler line: ``TP0`` in the prefix when the server has several ranks."""
-        self.info(msg, rank=0)
+        """A scheduler line: ``TP0`` in the prefix when the server has several ranks (the node's
+        first rank on another node)."""
+        self.info(msg, rank=self.first_rank)
 
     def all_ranks(self, msg: str) -> None:
-        for r in range(self.tp_size):
+        for r in range(self.first_rank, self.first_rank + self.local_ranks):
             self.info(msg, rank=r)
 
 

@@ -37,10 +37,13 @@ def gpus_for_ranks(tp_size: int, visible: Optional[str], gpu_count: int) -> List
 
 
 class RankGroup:
-    def __init__(self, state_dir: str, gpus: Sequence[int], orphan_timeout: float = 60.0):
+    def __init__(self, state_dir: str, gpus: Sequence[int], orphan_timeout: float = 60.0, first_rank: int = 0,
+                 tp_size: Optional[int] = None):
         self.state_dir = state_dir
         self.gpus = list(gpus)
         self.orphan_timeout = orphan_timeout
+        self.first_rank = first_rank  # the global TP rank of this node's first rank (multi-node)
+        self.tp_size = len(self.gpus) if tp_size is None else tp_size
         self.procs: List[subprocess.Popen] = []
         self.mem = [0.0] * len(self.gpus)
         self.util = 0.0
@@ -50,9 +53,9 @@ class RankGroup:
         return [p.pid for p in self.procs]
 
     def start(self) -> None:
-        tp = len(self.gpus)
-        for rank, gpu in enumerate(self.gpus):
-            name = "sglang::scheduler_TP%d" % rank if tp > 1 else "sglang::scheduler"
+        for local, gpu in enumerate(self.gpus):
+            rank = self.first_rank + local
+            name = "sglang::scheduler_TP%d" % rank if self.tp_size > 1 else "sglang::scheduler"
             argv = [
                 sys.executable, "-m", "spectui.sim.rank_worker",
                 "--state", str(self.state_dir), "--gpu", str(gpu), "--tp-rank", str(rank),

@@ -2,6 +2,14 @@
 
 The HTTP port is bound first, so ``/health`` answers 503 while the model loads. Faults on
 request come from timers started once the server is ready.
+
+On several nodes this is node 0 (the other nodes run ``follower``): its ranks are the first
+``tp_size / nnodes``; it listens on the ``--dist-init-addr`` port during the distributed init and
+waits there for every node (``spectui.sim.dist``), is ready only once all have loaded, sends them
+its ranks' utilization while serving, and dies as SGLang's TP0 does when a node is lost: the
+request broadcast fails (``Connection closed by peer``), ``Received sigquit from a child
+process``, and ``kill_process_tree`` takes the whole process tree. A graceful stop tells the
+other nodes to stop too (0.5.23's ShutdownReq broadcast); in the older eras they just lose it.
 """
 
 from __future__ import annotations
@@ -14,18 +22,19 @@ import time
 from typing import Optional
 
 from spectui.sim import faults
+from spectui.sim.dist import Rendezvous, peer_closed
 from spectui.sim.engine.request import Request, SamplingParams
 from spectui.sim.engine.scheduler import Scheduler, SchedulerConfig
 from spectui.sim.hardware import cost_model
 from spectui.sim.logfmt import LogFormat, SimLogger
 from spectui.sim.metrics import ServerMetrics
 from spectui.sim.model.markov import get_model
-from spectui.sim.ranks import RankGroup, gpus_for_ranks
+from spectui.sim.ranks import RankGroup
 from spectui.sim.server.api import Api
 from spectui.sim.server.config import ConfigError, ServerConfig, resolve, state_dir_of
 from spectui.sim.server.http import HttpServer
+from spectui.sim.server.node import host_gpus, node_logger, scheduler_died, server_args_line
 from spectui.sim.server.startup import MemoryPlan, Startup
-from spectui.sim.vgpu import init_host, load_host, memory_in_use, remove_stale_claims, sim_dir
 
 PUBLISH_S = 0.25
 WARMUP_PROMPT = "The capital city of France is"
@@ -36,7 +45,7 @@ class SimServer:
         self.cfg = cfg
         self.args = cfg.args
         self.fmt = LogFormat(cfg.era)
-        self.log = SimLogger(sys.stdout, tp_size=cfg.tp_size)
+        self.log = node_logger(cfg)
         self.metrics = ServerMetrics(cfg.served_model_name, era=cfg.era) if self.args.enable_metrics else None
         self.model = get_model()
         self.state_dir = state_dir_of(self.args)
@@ -45,7 +54,8 @@ class SimServer:
         self.scheduler: Optional[Scheduler] = None
         self.plan: Optional[MemoryPlan] = None
         self.ranks: Optional[RankGroup] = None
-        self.cost = cost_model(self.args.sim_hardware, cfg.tp_size, cfg.weights_gb)
+        self.cost = cost_model(cfg.hardware, cfg.tp_size, cfg.weights_gb, cfg.nnodes)
+        self.rendezvous: Optional[Rendezvous] = None
         self._stop = None
 
     # -- what the endpoints report ------------------------------------------------------------------
@@ -81,7 +91,9 @@ class SimServer:
 
         ``ready``, ``era``, ``hardware`` (the cost model's terms), ``timing`` (modelled vs actual
         step times), ``utilization`` (busy share of the last second), ``slow_factor`` (1 until
-        ``--sim-slow-after``), ``rank_pids``;
+        ``--sim-slow-after``), ``rank_pids`` (this node's); ``nodes``: ``nnodes``, ``node_rank``,
+        ``tp_per_node``, ``dist_init`` and the other nodes that ``joined`` (each its ``node_rank``,
+        ``pid``, ``host``, ``rank_pids`` and ``state`` folder);
         ``running``, ``waiting`` and ``max_in_flight`` (requests now, and the most at once);
         ``counters``: since start, counted as the scheduler ran (see engine.scheduler.Counters):
         ``generated_tokens`` (= ``prefill_tokens`` + ``decode_tokens``), ``verify_calls`` and
@@ -104,6 +116,11 @@ class SimServer:
             "utilization": sched.utilization() if sched else 0.0,
             "slow_factor": sched.slow_factor if sched else 1.0,
             "rank_pids": self.ranks.pids if self.ranks else [],
+            "nodes": {
+                "nnodes": self.cfg.nnodes, "node_rank": self.cfg.node_rank, "tp_per_node": self.cfg.tp_per_node,
+                "dist_init": "%s:%s" % (self.cfg.dist_host, self.cfg.dist_port) if self.cfg.nnodes > 1 else None,
+                "joined": self.rendezvous.describe() if self.rendezvous else [],
+            },
             "running": len(sched.running) if sched else 0,
             "waiting": len(sched.waiting) if sched else 0,
             "max_in_flight": sched.max_in_flight if sched else 0,
@@ -121,19 +138,21 @@ class SimServer:
         self.log.info('INFO:     %s - "%s" %d' % (client, request_line, status))
 
     def _server_args_line(self) -> str:
-        keys = ("model_path", "tokenizer_path", "host", "port", "tp_size", "mem_fraction_static", "max_running_requests",
-                "chunked_prefill_size", "context_length", "speculative_algorithm", "speculative_draft_model_path",
-                "speculative_num_steps", "speculative_eagle_topk", "speculative_num_draft_tokens", "enable_metrics",
-                "decode_log_interval", "random_seed")
-        args = self.cfg.server_args()
-        return "server_args=ServerArgs(%s)" % ", ".join("%s=%r" % (k, args.get(k)) for k in keys)
+        return server_args_line(self.cfg)
 
     # -- life ----------------------------------------------------------------------------------------------
     async def _publish_loop(self) -> None:
         while True:
             util = self.scheduler.utilization(1.0) if self.scheduler is not None else 0.0
             self.ranks.publish(util)
+            if self.rendezvous is not None and self.ready:
+                self.rendezvous.send_all({"util": round(util, 4)})
             await asyncio.sleep(PUBLISH_S)
+
+    async def _watch_nodes(self) -> None:
+        """A node lost while serving: TP0's request broadcast fails and the tree is killed."""
+        peer = await self.rendezvous.lost
+        self._scheduler_died(peer_closed(peer.addr[0], peer.addr[1], source=True))
 
     async def _warmup(self) -> None:
         ids = self.model.vocab.encode(WARMUP_PROMPT)
@@ -154,13 +173,10 @@ class SimServer:
         return 1
 
     def _crash(self) -> None:
-        tb = faults.crash_traceback()
-        self.log.info("Scheduler hit an exception: " + tb.splitlines()[0], rank=0)
-        for line in tb.splitlines()[1:]:
-            self.log.raw(line)
-        self.log.info("Received sigquit from a child process. It usually means the child failed.")
-        self.log.info("kill_process_tree called: parent_pid=%d, include_parent=True, pid=%d" % (os.getpid(), os.getpid()))
-        faults.die_like_kill_process_tree(self.ranks)
+        self._scheduler_died(faults.crash_traceback())
+
+    def _scheduler_died(self, tb: str) -> None:
+        scheduler_died(self.log, tb, self.ranks)
 
     def _hang(self) -> None:
         faults.hang_forever(self.ranks)
@@ -175,18 +191,10 @@ class SimServer:
             loop.add_signal_handler(sig, self._stop.set)
         args, cfg, log = self.args, self.cfg, self.log
 
-        if not (sim_dir(self.state_dir) / "host.json").exists():
-            init_host(self.state_dir)
-        remove_stale_claims(self.state_dir)
-        host = load_host(self.state_dir)
-        try:
-            gpus = gpus_for_ranks(cfg.tp_size, os.environ.get("CUDA_VISIBLE_DEVICES"), len(host["gpus"]))
-        except ValueError as exc:
-            log.info(str(exc))
-            faults.write_lines(sys.stderr, "RuntimeError: %s" % exc)
+        seats = host_gpus(self.state_dir, cfg, log)
+        if seats is None:
             return 1
-        total_mib = float(min(host["gpus"][g]["memory_total_mib"] for g in gpus))
-        other_mib = max(memory_in_use(self.state_dir, g) for g in gpus)
+        gpus, total_mib, other_mib = seats
 
         api = Api(self)
         http = HttpServer(api.handle, self.access_log)
@@ -200,25 +208,33 @@ class SimServer:
         log.info(self._server_args_line())
         for w in cfg.warnings:
             log.info(w)
-        self.ranks = RankGroup(self.state_dir, gpus, orphan_timeout=args.sim_orphan_timeout)
+        self.ranks = RankGroup(self.state_dir, gpus, orphan_timeout=args.sim_orphan_timeout, tp_size=cfg.tp_size)
         self.ranks.start()
         publisher = asyncio.create_task(self._publish_loop())
+        if cfg.nnodes > 1:
+            self.rendezvous = Rendezvous(cfg.dist_host, cfg.dist_port, cfg.nnodes, cfg.tp_size, cfg.dist_timeout_s,
+                                         total_mib, other_mib)
+        rdv = self.rendezvous
         startup = Startup(cfg, log, self.ranks, total_mib, args.sim_load_time * args.sim_time_scale,
-                          fail_oom=(args.sim_fail_load == "oom"), other_mib=other_mib)
+                          fail_oom=(args.sim_fail_load == "oom"), other_mib=other_mib,
+                          rendezvous=rdv.meet if rdv else None, after_load=rdv.wait_loaded if rdv else None)
         self.plan = startup.plan
         load = asyncio.create_task(startup.run())
         stop_wait = asyncio.create_task(self._stop.wait())
         done, _ = await asyncio.wait({load, stop_wait}, return_when=asyncio.FIRST_COMPLETED)
         if load not in done:
             load.cancel()
-            return self._shutdown(http, publisher, graceful=True)
+            return await self._shutdown(http, publisher, graceful=True)
         if load.exception() is not None:
             exc = load.exception()
             publisher.cancel()
             http.close()
+            if self.rendezvous is not None:
+                self.rendezvous.close()
             if isinstance(exc, faults.LoadFailure):
                 return self._fail(exc)
             raise exc
+        self.plan = startup.plan  # on several nodes: planned over all of them
 
         await asyncio.get_running_loop().run_in_executor(None, self.ranks.wait_reported)
         sched_cfg = SchedulerConfig(
@@ -243,6 +259,7 @@ class SimServer:
             await self._warmup()
         self.ready = True
         log.info("The server is fired up and ready to roll!")
+        watcher = asyncio.create_task(self._watch_nodes()) if self.rendezvous is not None else None
         if args.sim_crash_after is not None:
             loop.call_later(max(0.0, args.sim_crash_after), self._crash)
         if args.sim_hang_after is not None:
@@ -251,12 +268,18 @@ class SimServer:
             loop.call_later(max(0.0, args.sim_slow_after), self._slow_down)
         await self._stop.wait()
         sched_task.cancel()
-        return self._shutdown(http, publisher, graceful=True)
+        if watcher is not None:
+            watcher.cancel()
+        return await self._shutdown(http, publisher, graceful=True)
 
-    def _shutdown(self, http: HttpServer, publisher, graceful: bool) -> int:
+    async def _shutdown(self, http: HttpServer, publisher, graceful: bool) -> int:
         self.ready = False
         http.close()
         publisher.cancel()
+        if self.rendezvous is not None:
+            if self.cfg.era == "0.5.23":  # the ShutdownReq broadcast reaches every node's ranks
+                self.rendezvous.send_all({"shutdown": True})
+            await self.rendezvous.aclose()
         if self.ranks is not None:
             self.ranks.stop()
         return 0
@@ -282,4 +305,8 @@ def main(argv=None) -> int:
         SimLogger(sys.stdout).info(str(exc))
         faults.write_lines(sys.stderr, "ValueError: %s" % exc)
         return 1
+    if cfg.node_rank > 0:
+        from spectui.sim.server.follower import run_follower
+
+        return run_follower(cfg)
     return run_server(cfg)

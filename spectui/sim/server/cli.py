@@ -15,7 +15,7 @@ import argparse
 import os
 from typing import Any, Dict, List, Optional, Sequence
 
-from spectui.sim.hardware import DEFAULT_PRESET, PRESETS
+from spectui.sim.hardware import DEFAULT_MULTINODE_PRESET, DEFAULT_PRESET, PRESETS
 from spectui.sim.logfmt import DEFAULT_ERA, ERAS, VERSIONS
 from spectui.sim.server.flag_table import add_release_flags
 from spectui.sim.timescale import TimeScaleError, time_scale
@@ -71,6 +71,16 @@ def _slow_factor(text: str) -> float:
     return value
 
 
+def _positive_seconds(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError("invalid float value: %r" % text)
+    if not value > 0:
+        raise argparse.ArgumentTypeError("must be above 0, not %s" % text)
+    return value
+
+
 def build_parser(era: str = DEFAULT_ERA) -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(
         prog=PROG,
@@ -84,8 +94,12 @@ def build_parser(era: str = DEFAULT_ERA) -> argparse.ArgumentParser:
     s.add_argument("--sim-state", default=None, metavar="DIR",
                    help="Host state folder holding the virtual GPUs (default: $SPECTUI_STATE_DIR, else ~/.cache/spectui).")
     s.add_argument("--sim-load-time", type=float, default=4.0, metavar="S", help="Seconds from launch to ready (default 4), times $SPECTUI_SIM_TIME_SCALE if set.")
-    s.add_argument("--sim-hardware", default=DEFAULT_PRESET, choices=sorted(PRESETS),
-                   help="Hardware cost model preset (default %s)." % DEFAULT_PRESET)
+    s.add_argument("--sim-hardware", default=None, choices=sorted(PRESETS),
+                   help="Hardware cost model preset (default %s; %s with --nnodes above 1)."
+                   % (DEFAULT_PRESET, DEFAULT_MULTINODE_PRESET))
+    s.add_argument("--sim-dist-timeout", type=_positive_seconds, default=600.0, metavar="S",
+                   help="Seconds the nodes of a multi-node server wait for each other when --dist-timeout is "
+                   "not given (default 600, torch's default for NCCL).")
     s.add_argument("--sim-log-format", default=DEFAULT_ERA, choices=list(ERAS),
                    help="Which SGLang release's log lines and field names to write (default %s)." % DEFAULT_ERA)
     s.add_argument("--sim-draft-agreement", type=float, metavar="P",

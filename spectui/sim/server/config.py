@@ -2,6 +2,15 @@
 
 The speculative args follow the imitated release's own rules (``speculative_args``); the rest is
 the simulator's: memory, context length and cuda graph sizes for its cost model.
+
+Several nodes (``--nnodes``, ``--node-rank``, ``--dist-init-addr``): ``--tp-size`` is the total over
+the nodes, each runs ``tp_size / nnodes`` ranks, and SGLang's own checks apply (``tp_size must be
+divisible by number of nodes``: sglang 0.5.23 wheel, sglang/srt/arg_groups/validation_hook.py:179;
+0.5.6 server_args.py:3975; no data-parallel replicas across nodes, validation_hook.py:199 and 0.5.6
+server_args.py:3985). Without ``--dist-init-addr`` each node meets at a port of its own host, as
+SGLang's ``tcp://{host}:{nccl_port}`` (sglang/srt/distributed/bootstrap.py:233-246), so the nodes
+never meet. The hardware preset must have a network between nodes; unset, it is
+``pcie-2x8gpu-100gbe`` on several nodes and ``pcie-8gpu`` on one.
 """
 
 from __future__ import annotations
@@ -9,10 +18,13 @@ from __future__ import annotations
 import argparse
 import os
 import re
+import socket
 from dataclasses import dataclass, field
-from typing import Any, Dict, List
+from typing import Any, Dict, List, Optional
 
+from spectui.sim.dist import DistAddrError, parse_dist_init_addr
 from spectui.sim.engine.drafter import default_agreement
+from spectui.sim.hardware import DEFAULT_MULTINODE_PRESET, DEFAULT_PRESET, PRESETS, multinode_presets
 from spectui.sim.engine.speculation import EAGLE_FAMILY, SpecConfig
 from spectui.sim.server.speculative_args import ResolvedSpeculative, SpeculativeArgsError, resolve_speculative
 
@@ -71,6 +83,21 @@ class ServerConfig:
     spec: SpecConfig
     speculative: ResolvedSpeculative = field(default_factory=ResolvedSpeculative)
     warnings: List[str] = field(default_factory=list)
+    hardware: str = DEFAULT_PRESET
+    nnodes: int = 1
+    node_rank: int = 0
+    dist_host: Optional[str] = None  # where the nodes meet (node 0 listens there)
+    dist_port: Optional[int] = None
+    dist_timeout_s: float = 600.0
+
+    @property
+    def tp_per_node(self) -> int:
+        return self.tp_size // self.nnodes
+
+    @property
+    def first_rank(self) -> int:
+        """The global TP rank of this node's first rank."""
+        return self.node_rank * self.tp_per_node
 
     def server_args(self) -> Dict[str, Any]:
         """The resolved server args, as /server_info lists them at top level."""
@@ -103,10 +130,54 @@ class ServerConfig:
         return out
 
 
+def _free_port(host: str) -> int:
+    with socket.socket() as s:
+        try:
+            s.bind((host, 0))
+        except OSError:
+            s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def _nodes(ns: argparse.Namespace) -> Dict[str, Any]:
+    """The multi-node settings, checked as SGLang checks them."""
+    nnodes, rank = int(ns.nnodes or 1), int(ns.node_rank or 0)
+    if nnodes < 1:
+        raise ConfigError("nnodes must be at least 1, got %d" % nnodes)
+    if not 0 <= rank < nnodes:
+        raise ConfigError("node_rank must be in [0, nnodes), got node_rank=%d with nnodes=%d" % (rank, nnodes))
+    if (ns.tp_size * (ns.pp_size or 1)) % nnodes:
+        raise ConfigError("tp_size must be divisible by number of nodes")
+    if (ns.dp_size or 1) > 1 and nnodes != 1:
+        if ns.sim_log_format == "0.5.23":
+            raise ConfigError("multi-node data-parallel replicas are not supported; use attention DP "
+                              "(--attn-dp-size) across nodes")
+        if not getattr(ns, "enable_dp_attention", False):
+            raise ConfigError("multi-node data parallel is not supported unless dp attention!")
+    hardware = ns.sim_hardware or (DEFAULT_MULTINODE_PRESET if nnodes > 1 else DEFAULT_PRESET)
+    if nnodes > 1 and PRESETS[hardware].network is None:
+        raise ConfigError("hardware preset %s has no network between nodes; choose %s for --nnodes %d"
+                          % (hardware, " or ".join(multinode_presets()), nnodes))
+    if ns.dist_init_addr:
+        try:
+            host, port = parse_dist_init_addr(ns.dist_init_addr)
+        except DistAddrError as exc:
+            raise ConfigError(str(exc))
+    else:
+        host = ns.host or "127.0.0.1"
+        port = _free_port(host) if nnodes > 1 else None
+    timeout = float(ns.dist_timeout) if ns.dist_timeout is not None else float(ns.sim_dist_timeout)
+    if not timeout > 0:
+        raise ConfigError("timeout must be positive")
+    return dict(hardware=hardware, nnodes=nnodes, node_rank=rank, dist_host=host, dist_port=port,
+                dist_timeout_s=timeout)
+
+
 def resolve(ns: argparse.Namespace) -> ServerConfig:
     warnings: List[str] = []
     if ns.tp_size < 1:
         raise ConfigError("tp_size must be at least 1, got %d" % ns.tp_size)
+    nodes = _nodes(ns)
     if ns.mem_fraction_static is not None and not 0.0 < ns.mem_fraction_static < 1.0:
         raise ConfigError("mem_fraction_static must be in (0, 1), got %s" % ns.mem_fraction_static)
     if ns.decode_log_interval is not None and ns.decode_log_interval < 1:
@@ -169,6 +240,7 @@ def resolve(ns: argparse.Namespace) -> ServerConfig:
         spec=spec,
         speculative=sp,
         warnings=warnings,
+        **nodes,
     )
 
 

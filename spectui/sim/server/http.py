@@ -43,7 +43,7 @@ class HttpRequest:
 
 
 class HttpResponse:
-    def __init__(self, status: int = 200, body: bytes = b"", content_type: str = "application/json",
+    def __init__(self, status: int = 200, body: bytes = b"", content_type: Optional[str] = "application/json",
                  stream: Optional[AsyncIterator[bytes]] = None, headers: Optional[Dict[str, str]] = None,
                  on_disconnect: Optional[Callable[[], None]] = None):
         self.status = status
@@ -189,7 +189,7 @@ class HttpServer:
 
     async def _write(self, writer: asyncio.StreamWriter, resp: HttpResponse, keep_alive: bool, head_only: bool = False) -> bool:
         status_line = "HTTP/1.1 %d %s\r\n" % (resp.status, REASONS.get(resp.status, "Unknown"))
-        headers = {"content-type": resp.content_type, "server": "uvicorn"}
+        headers = {"content-type": resp.content_type, "server": "uvicorn"} if resp.content_type else {"server": "uvicorn"}
         headers.update({k.lower(): v for k, v in resp.headers.items()})
         headers["connection"] = "keep-alive" if keep_alive else "close"
         if resp.stream is None:

@@ -5,6 +5,11 @@ The whole sequence takes ``--sim-load-time`` seconds. It fails as SGLang fails: 
 not fit in what the GPU has free raise a CUDA out-of-memory error during loading
 (``--sim-fail-load oom`` forces one), and a static fraction too small for the weights, or memory
 still held by another server or by orphaned ranks, leaves no room for the KV pool.
+
+On several nodes the distributed init is where the nodes meet (``rendezvous``: it waits for them
+and gives the joint memory of all nodes, so every node plans the same KV pool, as SGLang plans it
+from the least free memory over all ranks), each rank warns that the custom all-reduce is off, and
+node 0 is done only once every node has loaded (``after_load``).
 """
 
 from __future__ import annotations
@@ -13,7 +18,7 @@ import asyncio
 import math
 import time
 from dataclasses import dataclass
-from typing import Callable
+from typing import Awaitable, Callable, Optional, Tuple
 
 from spectui.sim.faults import LoadFailure, oom_traceback, not_enough_memory_traceback
 from spectui.sim.logfmt import SimLogger
@@ -69,7 +74,9 @@ def tqdm_line(desc: str, k: int, n: int, elapsed: float) -> str:
 
 class Startup:
     def __init__(self, cfg: ServerConfig, log: SimLogger, ranks: RankGroup, total_mib: float,
-                 load_time: float, fail_oom: bool = False, sleep: Callable = asyncio.sleep, other_mib: float = 0.0):
+                 load_time: float, fail_oom: bool = False, sleep: Callable = asyncio.sleep, other_mib: float = 0.0,
+                 rendezvous: Optional[Callable[[], Awaitable[Tuple[float, float]]]] = None,
+                 after_load: Optional[Callable[[], Awaitable[None]]] = None):
         self.cfg = cfg
         self.log = log
         self.ranks = ranks
@@ -78,6 +85,8 @@ class Startup:
         self.fail_oom = fail_oom
         self.sleep = sleep
         self.used_mib = 0.0
+        self.rendezvous = rendezvous  # the nodes meet: the joint (total_mib, other_mib)
+        self.after_load = after_load  # waits for the other nodes' load
 
     def _set_used(self, mib: float) -> None:
         self.used_mib = mib
@@ -91,8 +100,13 @@ class Startup:
         cfg, log, plan, L = self.cfg, self.log, self.plan, self.load_time
         t0 = time.monotonic()
         log.all_ranks("Init torch distributed begin.")
+        if self.rendezvous is not None:
+            total_mib, other_mib = await self.rendezvous()
+            self.plan = plan = plan_memory(cfg, total_mib, other_mib)
         await self.sleep(0.06 * L)
         self._set_used(CUDA_CONTEXT_MIB)
+        if cfg.nnodes > 1:
+            log.all_ranks(custom_all_reduce_off(cfg.era))
         log.all_ranks("Init torch distributed ends. mem usage=%.2f GB" % (CUDA_CONTEXT_MIB / GIB))
         log.all_ranks("Load weight begin. avail mem=%.2f GB" % self._avail_gb())
 
@@ -142,12 +156,23 @@ class Startup:
             self._set_used(min(plan.total_mib - plan.other_mib - 64.0, self.used_mib + plan.graph_mib))
             log.all_ranks("Capture cuda graph end. Time elapsed: %.2f s. mem usage=%.2f GB. avail mem=%.2f GB."
                           % (time.monotonic() - tg, plan.graph_mib / GIB, self._avail_gb()))
-        log.rank0(
-            "max_total_num_tokens=%d, chunked_prefill_size=%d, max_prefill_tokens=%d, max_running_requests=%d, "
-            "context_len=%d, available_gpu_mem=%.2f GB"
-            % (plan.max_total_num_tokens, cfg.chunked_prefill_size, cfg.args.max_prefill_tokens,
-               cfg.max_running_requests, cfg.context_len, self._avail_gb())
-        )
+        if cfg.first_rank == 0:  # global TP0 only (sglang 0.5.23 wheel, sglang/srt/managers/scheduler.py:1267)
+            log.rank0(
+                "max_total_num_tokens=%d, chunked_prefill_size=%d, max_prefill_tokens=%d, max_running_requests=%d, "
+                "context_len=%d, available_gpu_mem=%.2f GB"
+                % (plan.max_total_num_tokens, cfg.chunked_prefill_size, cfg.args.max_prefill_tokens,
+                   cfg.max_running_requests, cfg.context_len, self._avail_gb())
+            )
         rest = L - (time.monotonic() - t0) - 0.08 * L
         if rest > 0:
             await self.sleep(rest)
+        if self.after_load is not None:
+            await self.after_load()
+
+
+def custom_all_reduce_off(era: str) -> str:
+    """Each rank's warning when its TP group spans nodes (sglang 0.5.23 wheel,
+    sglang/srt/distributed/device_communicators/custom_all_reduce_utils.py:459-464; 0.5.6
+    custom_all_reduce.py:93-99; 0.4.6.post5 custom_all_reduce.py:184-190)."""
+    name = "CustomAllreduce" if era == "0.5.23" else "Custom allreduce"
+    return "%s is disabled because this process group spans across nodes." % name
