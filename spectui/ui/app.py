@@ -746,27 +746,25 @@ class SpectuiApp(App):
             self.busy = "stopping the demo servers"
             self.refresh_now()
             self.notify("Stopping the simulated servers on every host…", timeout=30)
-        notes = []
-        for host in self.hosts:
+        async def one(host: FleetHost) -> str | None:
             link = host.link
             if link is None or not link.connected:
                 if stopping and link is not None and any(s.get("state") in LIVE for s in link.servers.values()):
-                    notes.append(f"{host.label}: not connected, so its servers could not be stopped")
-                elif host.error:
-                    notes.append(f"{host.label}: not connected ({host.error})")
-                continue
+                    return f"{host.label}: not connected, so its servers could not be stopped"
+                return f"{host.label}: not connected ({host.error})" if host.error else None
             if stopping:
                 try:
                     await link.session.client.call("traffic.stop")
                 except (AgentCallError, Disconnected):
                     pass  # an agent without traffic: nothing to stop
                 names = [s["name"] for s in await link.stop_all()]
-                notes.append(f"{host.label}: stopped {', '.join(names)}" if names else f"{host.label}: nothing ran")
-            else:
-                live = [s for s in link.servers.values() if s.get("state") in LIVE]
-                notes.append(f"{host.label}: " + (", ".join(f"{s['name']} ({s['state']}, port {s.get('port')})"
-                                                             for s in live) + " keep running" if live
-                                                   else "no server running"))
+                return f"{host.label}: stopped {', '.join(names)}" if names else f"{host.label}: nothing ran"
+            live = [s for s in link.servers.values() if s.get("state") in LIVE]
+            return f"{host.label}: " + (", ".join(f"{s['name']} ({s['state']}, port {s.get('port')})" for s in live)
+                                        + " keep running" if live else "no server running")
+
+        # every host at once: a multi-node server's nodes stop together, as its ranks expect
+        notes = [n for n in await asyncio.gather(*(one(h) for h in self.hosts)) if n]
         head = "spectui demo: " if self.demo else "spectui: "
         tail = "" if stopping else f" `{self.again.reopen}` opens them again."
         return head + "; ".join(notes) + "." + tail

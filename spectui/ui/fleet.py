@@ -117,3 +117,25 @@ def fleet_row(number: int, host: FleetHost, *, current: bool, now: float | None 
 
 def fleet_view(hosts: list[FleetHost], current: int, highlight: int) -> FleetView:
     return FleetView(tuple(fleet_row(i + 1, h, current=i == current) for i, h in enumerate(hosts)), highlight)
+
+
+def node_hosts(profile, hosts: list[FleetHost]) -> tuple[list[FleetHost] | None, str | None]:
+    """The host of each node of a multi-node ``profile``, rank 0 first, among the console's hosts: the one whose
+    destination or name is the node's SSH host; on the demo (its hosts are all simulated on this machine), the
+    demo's hosts in order. Else None and the sentence saying what is missing."""
+    n = len(profile.nodes)
+    names = ", ".join(node.host for node in profile.nodes)
+    if hosts and all(h.target.kind == "demo" for h in hosts):
+        if len(hosts) < n:
+            return None, (f"{profile.name} runs on {n} nodes; this demo simulates {len(hosts)} host"
+                          f"{'s' if len(hosts) != 1 else ''}: spectui demo --hosts {n} starts it")
+        return hosts[:n], None
+    found = []
+    for node in profile.nodes:
+        host = next((h for h in hosts if node.host in (h.target.destination, h.target.name)), None)
+        if host is None:
+            return None, (f"{profile.name} runs on {names}, and {node.host} is not one of the hosts of this console: "
+                          f"`spectui connect {' '.join(nd.host for nd in profile.nodes)}` starts it from here; "
+                          f"`spectui profiles render {profile.name} --for slurm|lws|shell` hands it to a scheduler")
+        found.append(host)
+    return found, None

@@ -1,5 +1,6 @@
 """End to end: ``spectui demo --hosts 2`` in a real tmux: the overview of both simulated hosts first, enter opens
-one, a server switched there shows on its row, and quitting stops what ran on each host."""
+one, a server switched there shows on its row; the shipped two-node profile starts on both hosts as one server
+(the switch stops what held the second host's GPUs), and quitting stops what ran on each host."""
 
 import pytest
 
@@ -35,8 +36,20 @@ def test_demo_with_two_hosts_in_tmux(tmp_path):
         assert "kimi-baseline" not in next(ln for ln in screen.splitlines() if "demo-1" in ln)
         tmux.keys("Escape")
         tmux.wait(lambda t: "Hosts ·" not in t, 10, "the dashboard again")   # (an escape and q at once read as alt+q)
+        # the shipped two-node profile: its nodes are the demo's two hosts; one confirmation lists both
+        tmux.keys("<")
+        tmux.wait(lambda t: "demo-1" in t.splitlines()[0], 10, "demo-1's dashboard")
+        tmux.keys("9")
+        screen = tmux.wait(lambda t: "on 2 nodes?" in t, 30, "the two-node confirmation")
+        assert "Node 0 on demo-1" in screen and "Node 1 on demo-2" in screen and "stops kimi-baseline" in screen
+        tmux.keys("y")
+        screen = tmux.wait(lambda t: "● ready" in row(t, "twonode-kimi-eagle3"), 120, "ready on both nodes")
+        tmux.keys("H")
+        screen = tmux.wait(lambda t: "Hosts ·" in t and t.count("twonode-kimi-eagle3") >= 2, 20, "both rows")
+        tmux.keys("Escape")
+        tmux.wait(lambda t: "Hosts ·" not in t, 10, "the dashboard again")
         out = quit_demo(tmux).replace("\n", "")
-        assert "demo-2: stopped kimi-baseline" in out and "demo-1: nothing ran" in out, out
+        assert "demo-1: stopped twonode-kimi-eagle3" in out and "demo-2: stopped twonode-kimi-eagle3" in out, out
     finally:
         tmux.kill()
         kill_leftovers(state)

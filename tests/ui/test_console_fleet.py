@@ -143,3 +143,83 @@ async def test_spectui_connect_with_two_real_sshd_hosts(ui_env, sshd, tmp_path, 
             await wait_for(pilot, lambda: app.exit_note is not None, 60, "quitting")
     finally:
         other.stop()
+
+
+def write_duo(folder, port, dist_port, *, sim_extra=""):
+    (folder / "duo.yaml").write_text(
+        f"name: duo\nmodel: sim/duo\nport: {port}\ngpus: [0, 1]\nnodes: [node-a, node-b]\n"
+        f"dist-init-port: {dist_port}\nargs:\n  tp-size: 4\nsim:\n  load-time: 0.6\n{sim_extra}")
+
+
+async def test_a_multi_node_profile_starts_on_every_node_serves_from_rank_0_and_stops_as_one(ui_env):
+    from spectui.ui.screens.confirm import ConfirmScreen
+
+    write_duo(ui_env.profiles, free_port(), free_port())
+    hosts, state2 = two_demo_hosts(ui_env)
+    app = SpectuiApp(hosts[0][0], hosts=hosts, traffic=False)
+    try:
+        async with app.run_test(size=SIZE) as pilot:
+            await wait_for(pilot, lambda: all(r.state == "connected" for r in app.fleet_view(0).rows), 60, "hosts")
+            await pilot.press("enter")   # demo-1's dashboard
+            await wait_for(pilot, lambda: app.screen is app.dashboard, 5, "the dashboard")
+            names = [p.name for p in app.profiles]
+            await pilot.press(str(names.index("duo") + 1))
+            confirm = await wait_for(pilot, lambda: isinstance(app.screen, ConfirmScreen) and app.screen, 20,
+                                     "the confirmation")
+            text = "\n".join(confirm.lines)
+            assert "Node 0 on demo-1" in text and "Node 1 on demo-2" in text
+            assert "--nnodes 2 --node-rank 1 --dist-init-addr 127.0.0.1:" in text
+            await pilot.press("y")
+            await wait_for(pilot, lambda: all(server_state_on(h, "duo") == "ready" for h in app.hosts)
+                           and app.busy is None, 90, "duo ready on both nodes")
+            # rank 0 serves: its frames arrive on demo-1's dashboard; each host's GPUs are its node's
+            await wait_for(pilot, lambda: "duo" in app.hosts[0].link.series, 20, "rank 0's frames")
+            await wait_for(pilot, lambda: all(g.processes and (g.mem_used_mib or 0) > 0 for h in app.hosts
+                                              for g in h.link.gpu.gpus[:2]), 20, "each node's GPUs held by its ranks")
+            # x stops it on every node
+            await pilot.press("x")
+            await wait_for(pilot, lambda: isinstance(app.screen, ConfirmScreen), 10, "the stop confirmation")
+            assert "on every node" in app.screen.title_text
+            await pilot.press("y")
+            await wait_for(pilot, lambda: all(server_state_on(h, "duo") == "stopped" for h in app.hosts)
+                           and app.busy is None, 60, "duo stopped on both nodes")
+            app.quit_console()
+            await wait_for(pilot, lambda: app.exit_note is not None, 60, "quitting")
+    finally:
+        kill_recorded_servers(state2)
+
+
+async def test_a_node_that_fails_stops_every_node_and_says_which(ui_env):
+    from spectui.ui.screens.confirm import ConfirmScreen
+
+    port, dist = free_port(), free_port()
+    write_duo(ui_env.profiles, port, dist)
+    hosts, state2 = two_demo_hosts(ui_env)
+    broken = ui_env.tmp / "broken-node"
+    broken.mkdir()
+    write_duo(broken, port + 0, dist, sim_extra="  fail-load: oom\n")   # demo-2's copy fails as it loads
+    lib2 = hosts[1][1]
+    from spectui.core.profiles import load_profiles as load
+
+    lib2.profiles["duo"] = dataclasses.replace(load([str(broken)]).get("duo"), port=free_port())
+    app = SpectuiApp(hosts[0][0], hosts=hosts, traffic=False)
+    try:
+        async with app.run_test(size=SIZE) as pilot:
+            await wait_for(pilot, lambda: all(r.state == "connected" for r in app.fleet_view(0).rows), 60, "hosts")
+            await pilot.press("enter")
+            await wait_for(pilot, lambda: app.screen is app.dashboard, 5, "the dashboard")
+            await pilot.press(str([p.name for p in app.profiles].index("duo") + 1))
+            await wait_for(pilot, lambda: isinstance(app.screen, ConfirmScreen), 20, "the confirmation")
+            await pilot.press("y")
+            await wait_for(pilot, lambda: "duo" in app.servers.switch_errors and app.busy is None, 120, "the failure")
+            assert app.servers.switch_errors["duo"].startswith("node 1 on demo-2: ")
+            assert server_state_on(app.hosts[1], "duo") == "failed"
+            assert server_state_on(app.hosts[0], "duo") in ("stopped", "failed", "crashed")
+            app.quit_console()
+            await wait_for(pilot, lambda: app.exit_note is not None, 60, "quitting")
+    finally:
+        kill_recorded_servers(state2)
+
+
+def server_state_on(host, name):
+    return (host.link.servers.get(name) or {}).get("state") if host.link else None

@@ -58,20 +58,42 @@ _REASONS = (
 
 
 HEALTH_PATHS = ("/server_info", "/get_server_info", "/ready", "/model_info", "/get_model_info")
+# A multi-node server's nodes of rank 1 and up serve no API: once their schedulers are up they start a
+# health-check-only server on the port, whose /health answers 200 without generating (sglang 0.5.23 wheel,
+# sglang/srt/entrypoints/engine.py:1234-1290 and sglang/srt/utils/common.py:3624,
+# launch_dummy_health_check_server). That answer is such a node's readiness; it logs no ready line.
+FOLLOWER_HEALTH_PATHS = ("/health",)
+
+
+def node_rank(argv):
+    """``--node-rank`` of a server's command line (``--node-rank N`` or ``--node-rank=N``); 0 when not given."""
+    for i, word in enumerate(argv):
+        value = None
+        if word == "--node-rank" and i + 1 < len(argv):
+            value = argv[i + 1]
+        elif word.startswith("--node-rank="):
+            value = word.split("=", 1)[1]
+        if value is not None:
+            try:
+                return int(value)
+            except ValueError:
+                return 0
+    return 0
 
 
 class HealthCheck(object):
     """Asks a server whether it is alive without making it generate (see the module docstring);
     remembers which of :data:`HEALTH_PATHS` the server has."""
 
-    def __init__(self, host, port):
+    def __init__(self, host, port, paths=HEALTH_PATHS):
         self.host = host
         self.port = port
+        self.paths = paths
         self.path = None
-        self.last_path = HEALTH_PATHS[0]
+        self.last_path = paths[0]
 
     def __call__(self):
-        paths = [self.path] if self.path else HEALTH_PATHS
+        paths = [self.path] if self.path else self.paths
         for path in paths:
             self.last_path = path
             try:
@@ -133,12 +155,14 @@ class ServerWatch(object):
         self.unsaved = False  # changed since last written to the record file (the manager saves it)
         self.feeder = LogFeeder()
         self.tail = deque(maxlen=TAIL_LINES)
-        self.ready_line = external
+        follower = node_rank(record.get("argv") or []) > 0   # a node of rank 1 and up: ready when /health answers
+        self.ready_line = external or follower
         self.errors = ErrorLog()  # summaries of error events, in order (bounded)
         self.last_health_ok = None
         self.last_health_at = 0.0
         self.exit_status = None
-        self.health = HealthCheck(record.get("host"), record["port"])
+        self.health = HealthCheck(record.get("host"), record["port"],
+                                  FOLLOWER_HEALTH_PATHS if follower else HEALTH_PATHS)
 
     def _absorb(self, records):
         changed = False

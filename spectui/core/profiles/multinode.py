@@ -17,6 +17,8 @@ before a server is started. An IPv6 meeting address is bracketed, ``[fd00::1]:20
 
 from __future__ import annotations
 
+import dataclasses
+
 import ipaddress
 from dataclasses import dataclass
 from typing import Any
@@ -85,6 +87,18 @@ def node_argv(profile: Profile, rank: int, *, simulated: bool = False, python: s
         raise ValueError(f"profile '{profile.name}' has {len(profile.nodes)} nodes, not a rank {rank}")
     argv = build_argv(profile, simulated=simulated, python=python)
     return argv + node_flag_words(len(profile.nodes), rank, dist_init_addr(profile))
+
+
+def node_profile(profile: Profile, rank: int, *, rank0_address: str | None = None) -> Profile:
+    """Node ``rank``'s server as the single-host profile its host starts: the profile with the three per-node
+    flags set (``rank0_address``: where the others reach rank 0, when not the first node's own address, e.g.
+    the demo's hosts, which are all this machine)."""
+    if not 0 <= rank < len(profile.nodes):
+        raise ValueError(f"profile '{profile.name}' has {len(profile.nodes)} nodes, not a rank {rank}")
+    addr = host_port(rank0_address, dist_init_port(profile)) if rank0_address else dist_init_addr(profile)
+    args = dict(profile.args)
+    args.update({"nnodes": len(profile.nodes), "node-rank": rank, "dist-init-addr": addr})
+    return dataclasses.replace(profile, nodes=(), dist_init_port=None, args=args)
 
 
 def node_launches(profile: Profile, *, simulated: bool = False, python: str | None = None) -> list[NodeLaunch]:

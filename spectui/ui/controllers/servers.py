@@ -15,6 +15,7 @@ refused with the host's sentence, before any confirmation.
 
 from __future__ import annotations
 
+import asyncio
 import time
 from collections.abc import Awaitable, Callable
 
@@ -22,6 +23,7 @@ from spectui.agent.protocol import DOWN_STATES, ServerState
 from spectui.core.errors import SpectuiError
 from spectui.core.flagcheck import check_on_host
 from spectui.core.profiles import Profile
+from spectui.core.profiles.multinode import node_profile
 from spectui.core.server_describe import (
     ORIGIN_TEXT,
     command_text,
@@ -34,6 +36,7 @@ from spectui.core.server_describe import (
 from spectui.core.servers import confirmed_processes, is_external, launch_command
 from spectui.ui import derive, snapshots
 from spectui.ui.controllers.base import Controller, worker
+from spectui.ui.fleet import FleetHost, node_hosts
 from spectui.ui.found_import import host_flagset, write_profile_from
 from spectui.ui.screens.confirm import ConfirmScreen
 
@@ -136,6 +139,9 @@ class ServersController(Controller):
         if profile is None:
             self.notify(f"There is no profile named {name}.", severity="error")
             return
+        if profile.nodes:
+            self._request_nodes(profile)
+            return
         current = link.servers.get(name)
         if current and current.get("state") == ServerState.READY and current.get("profile_hash") == profile.content_hash:
             self.notify(f"{name} is already running and ready.")
@@ -201,6 +207,107 @@ class ServersController(Controller):
 
         await self._server_action(profile, f"switching to {profile.name}", "Switch refused", switch,
                                   stopping=[n for n in stopping if n != profile.name], highlight=True)
+
+    # --- a multi-node profile: every node's host at once ------------------------------------------------------
+    def nodes_of(self, profile: Profile) -> list[tuple[FleetHost, Profile]] | None:
+        """Each node's host and the single-host profile it starts (rank 0 first); None, said, when a node's
+        host is not one of this console's or is not connected."""
+        hosts, why = node_hosts(profile, self.app.hosts)
+        if why:
+            self.notify(f"{why}.", severity="error", timeout=20)
+            return None
+        down = [h.label for h in hosts if h.link is None or not h.link.connected]
+        if down:
+            self.notify(f"{profile.name} needs every node's host connected, and {', '.join(down)} is not.",
+                        severity="error", timeout=15)
+            return None
+        demo = hosts[0].target.kind == "demo"  # its hosts are all this machine
+        return [(h, node_profile(h.library.profiles.get(profile.name, profile), rank,
+                                 rank0_address="127.0.0.1" if demo else None)) for rank, h in enumerate(hosts)]
+
+    def _request_nodes(self, profile: Profile) -> None:
+        nodes = self.nodes_of(profile)
+        if nodes is not None:
+            self._plan_nodes_then_confirm(profile, nodes)
+
+    @worker(group="action")
+    async def _plan_nodes_then_confirm(self, profile: Profile, nodes: list) -> None:
+        """Each node's host plans its part (``server.plan_switch``); the confirmation lists every node, what it
+        stops there and its command line."""
+        try:
+            plans = await asyncio.gather(*(h.link.control().plan_switch(p) for h, p in nodes))
+            commands = [launch_command(p, h.link.session) for h, p in nodes]
+        except (SpectuiError, OSError) as exc:
+            self.notify(str(exc), severity="error", timeout=15)
+            return
+        lines = []
+        for rank, ((host, _), plan, command) in enumerate(zip(nodes, plans, commands)):
+            stops = plan.get("stops") or []
+            blocked = [f"{s.get('name')} holds {s.get('holds')}" for s in stops
+                       if not s.get("allowed", True) or s.get("origin") == "external"] + list(plan.get("refusals") or [])
+            if blocked:
+                self.notify(f"{profile.name} was not started: on {host.label}, {blocked[0]} (stop it there first).",
+                            severity="error", timeout=20)
+                return
+            stopping = ", ".join(str(s.get("name")) for s in stops)
+            lines.append(f"Node {rank} on {host.label}" + (f" stops {stopping}, then" if stopping else "")
+                         + f" runs: {command}")
+        lines.append(f"The {len(nodes)} nodes start together; rank 0 ({nodes[0][0].label}) serves once every node "
+                     "has joined. If a node fails, every node is stopped.")
+
+        def answered(yes: bool | None) -> None:
+            if yes:
+                self._switch_nodes(profile, nodes)
+
+        self.app.push_screen(ConfirmScreen(f"Start {profile.name} on {len(nodes)} nodes?", lines, commands[0],
+                                           yes="Start"), answered)
+
+    @worker(group="action")
+    async def _switch_nodes(self, profile: Profile, nodes: list) -> None:
+        async def run() -> None:
+            self.switch_started = time.monotonic()
+            self.switch_results.pop(profile.name, None)
+            self.switch_errors.pop(profile.name, None)
+            self.app.highlight_row(profile.name)
+            results = await asyncio.gather(*(h.link.switch_to(p) for h, p in nodes), return_exceptions=True)
+            failed = [(rank, h, r) for rank, ((h, _), r) in enumerate(zip(nodes, results))
+                      if isinstance(r, BaseException) or ((r or {}).get("server") or {}).get("state") != ServerState.READY]
+            if not failed:
+                self.switch_results[profile.name] = results[0]
+                self.notify(f"{profile.name} is ready on {len(nodes)} nodes ({results[0].get('total_s', 0):.1f} s).")
+                return
+            await self._stop_nodes(profile.name, [h for h, _ in nodes])  # one server: all of it, or none
+            # the root cause is the node that ended first: the others fail because it went (torch's "Connection
+            # closed by peer" on rank 0 when a node dies)
+            rank, host, r = min(failed, key=lambda f: (f[2]["server"].get("ended_at") or float("inf"))
+                                if not isinstance(f[2], BaseException) and f[2] and f[2].get("server")
+                                else float("inf"))
+            reason = str(r) if isinstance(r, BaseException) else \
+                (r["server"].get("reason") or r["server"].get("state") or "it did not start")
+            self.switch_errors[profile.name] = f"node {rank} on {host.label}: {reason}"
+            self.notify(f"{profile.name}: node {rank} on {host.label} failed: {reason}; every node was stopped (its "
+                        f"log is on {host.label}'s dashboard).", severity="error", timeout=30)
+
+        await self._busy_with(f"starting {profile.name} on {len(nodes)} nodes", run, refused="Start refused")
+
+    async def _stop_nodes(self, name: str, hosts: list[FleetHost]) -> list[str]:
+        """Stop ``name`` on each of ``hosts`` (rank 0 first) where it runs; the hosts where it was stopped. Rank 0
+        goes first: the other nodes end when it does (SGLang 0.5.23's only log a SIGTERM of their own), and what
+        is left of them is stopped after."""
+        def live(h: FleetHost) -> bool:
+            return h.link is not None and h.link.connected and (h.link.servers.get(name) or {}).get("state") in LIVE
+
+        stopped = []
+        first = [h for h in hosts[:1] if live(h)]
+        for h in first:
+            try:
+                await h.link.stop(name)
+                stopped.append(h.label)
+            except (SpectuiError, OSError) as exc:
+                self.notify(f"Stopping {name} on {h.label}: {exc}", severity="error", timeout=15)
+        rest = [h for h in hosts[1:] if live(h)]
+        done = await asyncio.gather(*(h.link.stop(name) for h in rest), return_exceptions=True)
+        return stopped + [h.label for h, r in zip(rest, done) if not isinstance(r, BaseException)]
 
     # --- r: restart -----------------------------------------------------------------------------------------
     def request_restart(self) -> None:
@@ -285,6 +392,10 @@ class ServersController(Controller):
         if self.found_record(rec["name"]) is not None:
             self._confirm_plan(rec["name"], "stop")  # what stopping it signals, as the host plans it
             return
+        profile = self.app.library.profiles.get(rec["name"])
+        if profile is not None and profile.nodes:
+            self._request_stop_nodes(profile)
+            return
         lines = [f"{rec['name']} is {rec['state']} (pid {rec.get('pid')}, port {rec.get('port')}).",
                  f"It gets SIGTERM, then SIGKILL after {STOP_GRACE_S:g} s if it is still there; spectui waits until "
                  f"its GPU memory is free."]
@@ -295,6 +406,29 @@ class ServersController(Controller):
                 self._stop(rec["name"])
 
         self.app.push_screen(ConfirmScreen(f"Stop {rec['name']}?", lines, command, yes="Stop"), answered)
+
+    def _request_stop_nodes(self, profile: Profile) -> None:
+        hosts, why = node_hosts(profile, self.app.hosts)
+        if why:
+            self.notify(f"{why}.", severity="error", timeout=20)
+            return
+        lines = [f"{profile.name} runs on {len(hosts)} nodes: {', '.join(h.label for h in hosts)}.",
+                 f"Each node's server gets SIGTERM, then SIGKILL after {STOP_GRACE_S:g} s, all at once; spectui waits "
+                 "until every node's GPU memory is free."]
+
+        def answered(yes: bool | None) -> None:
+            if yes:
+                self._stop_all_nodes(profile.name, hosts)
+
+        self.app.push_screen(ConfirmScreen(f"Stop {profile.name} on every node?", lines, None, yes="Stop"), answered)
+
+    @worker(group="action")
+    async def _stop_all_nodes(self, name: str, hosts: list[FleetHost]) -> None:
+        async def stop() -> None:
+            stopped = await self._stop_nodes(name, hosts)
+            self.notify(f"{name} stopped on {', '.join(stopped) or 'no node (none was running)'}.")
+
+        await self._busy_with(f"stopping {name} on {len(hosts)} nodes", stop, refused="Stop refused")
 
     @worker(group="action")
     async def _stop(self, name: str, confirmed: list[list[int]] | None = None) -> None:
