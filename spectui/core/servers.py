@@ -90,9 +90,11 @@ def profile_gpus(profile: Profile) -> list[int]:
 def start_params(profile: Profile, session: Session, *, force: bool = False) -> dict:
     """What the agent needs to launch ``profile`` on this session's host."""
     if profile.nodes:
+        hosts = " ".join(n.host for n in profile.nodes)
         raise ProfileError(f"{profile.name} runs on {len(profile.nodes)} nodes ({', '.join(n.host for n in profile.nodes)}); "
-                           f"spectui starts single-host servers only: launch it with `spectui profiles render "
-                           f"{profile.name} --for slurm|lws|shell`", profile=profile.name)
+                           f"this starts single-host servers only: start it from a console on its nodes (`spectui "
+                           f"connect {hosts}`), or launch it with `spectui profiles render {profile.name} --for "
+                           f"slurm|lws|shell`", profile=profile.name)
     simulated = session.target.simulated
     python = session.hello.get("python") if simulated else None
     argv = build_argv(profile, simulated=simulated, python=python)
