@@ -52,7 +52,7 @@ from spectui.ui.controllers.telemetry import TelemetryController
 from spectui.ui.controllers.traffic import TrafficController
 from spectui.ui.controllers.tune import TuneController
 from spectui.ui.draw import Styles
-from spectui.ui.fleet import RETRY_MAX_S, RETRY_START_S, FleetHost, fleet_row, fleet_view
+from spectui.ui.fleet import RETRY_MAX_S, RETRY_START_S, FleetHost, fleet_row, fleet_view, node_hosts
 from spectui.ui.gpu_processes import gpu_processes_view
 from spectui.ui.palette import ProfileCommands
 from spectui.ui.screens.connecting import ConnectingScreen
@@ -387,7 +387,7 @@ class SpectuiApp(App):
             "profiles": snapshots.profiles_view(link, self.profiles, self.highlight, self.profile_errors,
                                                 servers.switching_to(), bench.marked, bench.compare_baseline(),
                                                 servers.found_servers(), self.profile_filter),
-            "gpus": snapshots.gpu_view(link),
+            "gpus": self.gpu_view(profile),
             "server": snapshots.server_view(link, name, profile, switch_result=servers.switch_results.get(name or ""),
                                             switch_started=servers.switch_started,
                                             stopped_name=servers.switch_stopped,
@@ -410,6 +410,15 @@ class SpectuiApp(App):
             self._found_highlighted = found
             self.dashboard.refresh_bindings()
         return views
+
+    def gpu_view(self, profile: Profile | None):
+        """The GPU panel: this host's GPUs; a multi-node profile's nodes' GPUs, by node, when the console has its
+        nodes' hosts."""
+        if profile is not None and profile.nodes and len(self.hosts) > 1:
+            hosts, why = node_hosts(profile, self.hosts)
+            if hosts:
+                return snapshots.gpu_view_nodes([(f"node {rank} · {h.label}", h.link) for rank, h in enumerate(hosts)])
+        return snapshots.gpu_view(self.link)
 
     def header_view(self):
         traffic, telemetry, measuring = self.traffic, self.telemetry, self.bench.measuring()

@@ -6,6 +6,8 @@ few values a panel shows and the tail of the series it charts.
 
 from __future__ import annotations
 
+import dataclasses
+
 import math
 import time
 from collections.abc import Sequence
@@ -266,6 +268,20 @@ def gpu_view(link: HostLink) -> GpuView:
         rows.append(GpuRow(g.index, g.util_pct, g.mem_used_mib, g.mem_total_mib, g.power_w, g.power_limit_w, g.temp_c, h))
     name = frame.gpus[0].name if frame.gpus else None
     return GpuView(tuple(rows), name, frame.source, frame.error, stale)
+
+
+def gpu_view_nodes(nodes: list[tuple[str, HostLink | None]]) -> GpuView:
+    """A multi-node server's GPUs: each node's host's GPUs under its label (``node 1 · gpu-node-1``), rank 0 first."""
+    rows: list[GpuRow] = []
+    stale, name, messages = False, None, []
+    for label, link in nodes:
+        view = gpu_view(link) if link is not None else GpuView((), message="not connected", stale=True)
+        stale = stale or view.stale
+        name = name or view.name
+        if not view.rows:
+            messages.append(f"{label}: {view.message or 'no GPU telemetry'}")
+        rows += [dataclasses.replace(r, node=label) for r in view.rows]
+    return GpuView(tuple(rows), name, None, " · ".join(messages) or None, stale, nodes=len(nodes))
 
 
 # --- server --------------------------------------------------------------------------------------------------------

@@ -105,6 +105,7 @@ class GpuRow:
     power_limit: float | None
     temp: float | None
     util_history: tuple[float | None, ...] = ()
+    node: str | None = None        # a multi-node server's GPUs: which node ("node 1 · gpu-node-1")
 
 
 @dataclass(frozen=True)
@@ -114,6 +115,7 @@ class GpuView:
     source: str | None = None
     message: str | None = None
     stale: bool = False
+    nodes: int = 0                 # the rows are a multi-node server's nodes' GPUs, grouped by node
 
 
 @dataclass(frozen=True)

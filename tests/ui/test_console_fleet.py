@@ -176,6 +176,11 @@ async def test_a_multi_node_profile_starts_on_every_node_serves_from_rank_0_and_
             await wait_for(pilot, lambda: "duo" in app.hosts[0].link.series, 20, "rank 0's frames")
             await wait_for(pilot, lambda: all(g.processes and (g.mem_used_mib or 0) > 0 for h in app.hosts
                                               for g in h.link.gpu.gpus[:2]), 20, "each node's GPUs held by its ranks")
+            # the GPU panel shows both nodes' GPUs, grouped by node
+            app.highlight_row("duo")
+            await wait_for(pilot, lambda: "node 0 · demo-1" in panel_text(app, "gpus")
+                           and "node 1 · demo-2" in panel_text(app, "gpus"), 10, "the GPUs by node")
+            assert "2 nodes" in (app.dashboard.query_one("#gpus").border_title or "")
             # x stops it on every node
             await pilot.press("x")
             await wait_for(pilot, lambda: isinstance(app.screen, ConfirmScreen), 10, "the stop confirmation")

@@ -1,6 +1,6 @@
 """The GPU panel: per GPU, utilization, memory and power as bars on fixed scales, a short
 utilization history and the temperature. Up to 8 GPUs fit as they are; with more, an
-aggregate row comes first and the panel scrolls."""
+aggregate row comes first and the panel scrolls. A multi-node server's GPUs are grouped by node."""
 
 from __future__ import annotations
 
@@ -55,7 +55,7 @@ class GpuPanel(LinePanel):
         if view is None or not view.rows:
             return "GPUs"
         name = f" {view.name}" if view.name else ""
-        t = f"GPUs · {len(view.rows)}×{name}"
+        t = f"GPUs · {len(view.rows)}×{name}" + (f" · {view.nodes} nodes" if view.nodes else "")
         return t + (" · stale" if view.stale else "")
 
     def draw(self, view: GpuView | None, width: int, st: Styles) -> list[Row]:
@@ -71,7 +71,11 @@ class GpuPanel(LinePanel):
             rows = [self._legend(label, *widths, st)]
         if len(view.rows) > FIT:
             rows.append(self._aggregate(view, st))
+        node = None
         for g in view.rows:
+            if g.node is not None and g.node != node:
+                node = g.node
+                rows.append(Row(g.node, st.bold))
             if widths is None:
                 rows.append(self._figures(g, label, st, view.stale))
             else:
