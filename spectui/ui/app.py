@@ -647,6 +647,10 @@ class SpectuiApp(App):
                     if c.title.lower() not in ours and c.callback != self.action_quit)
         if self.dashboard is None:
             return
+        if len(self.hosts) > 1:  # several hosts: each is a command, as k9s offers its contexts
+            for i, host in enumerate(self.hosts):
+                yield SystemCommand(f"Host: {host.label}", f"Show {host.label}'s dashboard (host {i + 1} of "
+                                    f"{len(self.hosts)}; H lists them all)", lambda i=i: self.enter_host(i))
         for b in keys.DASHBOARD:
             name = b.action.split("(")[0]
             if name not in keys.PALETTE_ACTIONS or (self.replay is not None and name in HOST_ACTIONS):

@@ -58,6 +58,9 @@ async def test_two_hosts_overview_enter_switch_and_keys(ui_env):
                            "alpha ready on demo-2")
             assert app.link is app.hosts[1].link and "alpha" not in app.hosts[0].link.servers
             # the overview: demo-2 serves alpha, demo-1 nothing
+            # the palette offers every host
+            titles = [c.title for c in app.get_system_commands(app.dashboard)]
+            assert "Host: demo-1" in titles and "Host: demo-2" in titles
             await pilot.press("H")
             await wait_for(pilot, lambda: isinstance(app.screen, FleetScreen), 5, "the overview")
             await wait_for(pilot, lambda: row_of(app, "demo-2").server == "alpha", 10, "alpha on demo-2's row")
@@ -176,6 +179,19 @@ async def test_a_multi_node_profile_starts_on_every_node_serves_from_rank_0_and_
             await wait_for(pilot, lambda: "duo" in app.hosts[0].link.series, 20, "rank 0's frames")
             await wait_for(pilot, lambda: all(g.processes and (g.mem_used_mib or 0) > 0 for h in app.hosts
                                               for g in h.link.gpu.gpus[:2]), 20, "each node's GPUs held by its ranks")
+            # b benchmarks it on rank 0's host, as any ready server
+            from spectui.ui.screens.bench import BenchScreen
+            from tests.ui.test_console_bench import pick
+            from tests.ui.support import write_preset
+
+            write_preset(ui_env.tmp / "config" / "presets", "tiny", dataset="reasoning", input_len=24,
+                         output_len=16, num_prompts=2, concurrency=1, warmup=0, repeats=1, seed=3)
+            await pilot.press("b")
+            await pick(pilot, app, "tiny")
+            await wait_for(pilot, lambda: app.bench.job is not None and app.bench.job.state == "done", 90, "the run")
+            assert app.bench.job.server == "duo" and app.bench.job.result.state == "done"
+            assert isinstance(app.screen, BenchScreen)
+            await pilot.press("escape")
             # the GPU panel shows both nodes' GPUs, grouped by node
             app.highlight_row("duo")
             await wait_for(pilot, lambda: "node 0 · demo-1" in panel_text(app, "gpus")
