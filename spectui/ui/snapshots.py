@@ -143,7 +143,8 @@ def header_view(link: HostLink, *, traffic: bool | None, busy: str | None, inter
     age = link.reply_age_s()
     silent = int(age) if age is not None and age >= REPLY_LATE_S else None
     return HeaderView(host, link.target.kind, bool(facts.get("simulated", link.target.simulated)), model, count,
-                      sglang, link.state.value, rtt, traffic, busy, interconnect, traffic_paused, traffic_streams,
+                      sglang, "replaying" if link.target.kind == "replay" and link.connected else link.state.value, rtt,
+                      traffic, busy, interconnect, traffic_paused, traffic_streams,
                       silent, sglang_note, *_ports_notes(link.target.ports), telemetry_hz=telemetry_hz, paused=paused,
                       recording=recording)
 

@@ -59,7 +59,7 @@ def test_demo_text(capsys, state_dir):
 def test_unknown_hardware_model(capsys, state_dir):
     assert main(["probe", "--demo", "--state-dir", str(state_dir), "--sim-hardware", "warp-drive"]) == 1
     assert capsys.readouterr().err.strip().endswith(
-        "unknown hardware preset 'warp-drive' (choose from nvlink-8gpu, pcie-8gpu)")
+        "unknown hardware preset 'warp-drive' (choose from nvlink-8gpu, pcie-2x8gpu-100gbe, pcie-2x8gpu-ndr400, pcie-8gpu)")
 
 
 async def test_topology_alone_for_the_console_header(state_dir, tmp_path):

@@ -3,8 +3,11 @@
 On a real host the agent starts ``probe.worker`` from memory with the interpreter named in the
 request (the SGLang venv, which has torch; it may differ from the agent's own), attached, in its
 own process group, and waits for its result at most ``timeout_s``. Progress lines of the worker
-become ``probe.progress`` events. On the simulated host the probe reads the simulator's hardware
-model instead (``probe.sim``). One probe runs at a time.
+become ``probe.progress`` events. Across nodes, each node's agent gets the same request plus
+``nnodes``, its ``node_rank`` and ``dist_init_addr`` (``HOST0:PORT``, where node 0's first rank
+listens) and starts its ``world_size / nnodes`` ranks, which meet the others there (``probe.worker``).
+On the simulated host the probe reads the simulator's hardware model instead (``probe.sim``), the
+multi-node one for ``nnodes`` above 1. One probe runs at a time.
 """
 
 from __future__ import annotations
@@ -27,7 +30,7 @@ from ..protocol import AgentError, Method
 log = logging.getLogger(__name__)
 
 WORKER_KEYS = ("backend", "device", "world_size", "gpus", "model", "hidden_size", "layers", "dtype_bytes",
-               "tokens", "iters", "warmup", "max_seconds", "env")
+               "tokens", "iters", "warmup", "max_seconds", "env", "nnodes", "node_rank", "dist_init_addr")
 DEFAULT_TIMEOUT_S = 900.0
 
 
@@ -42,7 +45,8 @@ class ProbeRunner(object):
             raise AgentError("busy", "a probe is already running on this host; wait for it to finish")
         try:
             if self.agent.simulated:
-                self._event({"stage": "sim", "preset": params.get("sim_hardware") or probe_sim.DEFAULT_PRESET})
+                self._event({"stage": "sim", "preset": probe_sim.preset_for(params),
+                             "nnodes": probe_sim.node_count(params)})
                 return probe_sim.run(params, self.agent.gpu_source())
             return self._run_worker(params)
         finally:

@@ -9,6 +9,10 @@ Each size: ``warmup`` untimed rounds, then ``n`` timed rounds, where every rank 
 same ``n`` (``iters`` at most, fewer when the warmup says ``max_seconds`` would be exceeded,
 never under ``MIN_ITERS``). A round is a one-element all-reduce to line the ranks up, then
 the timed all-reduce of the message (followed by a device synchronize on CUDA).
+
+Across nodes (``slowest_of_all`` in the job) each size's times are all-reduced (MAX) afterwards, so
+every rank also holds the slowest rank's time per iteration over all nodes (``slowest_ms``), and any
+node's worker can report the whole group's figure.
 """
 
 from __future__ import annotations
@@ -96,8 +100,14 @@ def measure(job, rank, world):
             iters = int(job["iters"])
             n = min(iters, max(min(MIN_ITERS, iters), int(float(job["max_seconds"]) / est)))
             times = [round_trip(buf) * 1000.0 for _ in range(n)]
-            sizes.append({"tokens": size["tokens"], "bytes": numel * elem, "times_ms": times})
-            if rank == 0:
+            entry = {"tokens": size["tokens"], "bytes": numel * elem, "times_ms": times}
+            if job.get("slowest_of_all"):
+                slowest = torch.tensor(times, dtype=torch.float64, device=device)
+                dist.all_reduce(slowest, op=dist.ReduceOp.MAX)
+                sync()
+                entry["slowest_ms"] = [float(t) for t in slowest.tolist()]
+            sizes.append(entry)
+            if int(os.environ.get("LOCAL_RANK", rank)) == 0:
                 _emit({"type": "progress", "stage": "measuring", "done": k + 1, "total": len(job["sizes"]),
                        "tokens": size["tokens"], "iters": n})
         info = {"type": "rank", "rank": rank, "world_size": world, "backend": dist.get_backend(),

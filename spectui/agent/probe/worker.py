@@ -5,6 +5,13 @@ The agent starts this module from memory (entry ``probe.worker``) with the job a
 process per rank (the same payload, entry ``probe.rank``, so the ranks need nothing on disk
 either), and combines their times. It writes JSON lines on stdout: ``progress`` lines, then one
 ``result`` or one ``error`` line whose message is a single sentence.
+
+Across nodes (``nnodes`` above 1): every node's worker gets the same job plus its ``node_rank`` and
+``dist_init_addr`` (``HOST0:PORT``, IPv6 bracketed, as SGLang's ``--dist-init-addr``), and starts its
+``world_size / nnodes`` ranks as global ranks ``node_rank x local + i``, which meet over
+``torch.distributed``'s TCP rendezvous at that address (node 0's rank 0 listens there). Each rank
+all-reduces its times (MAX) after each size, so every node's result holds the slowest rank of all
+nodes per iteration; ``rank_median_ms`` lists this node's ranks only.
 """
 
 from __future__ import annotations
@@ -94,6 +101,39 @@ def choose_backend(torch, dist, backend, device, world, gpus):
     return backend, device
 
 
+def parse_addr(addr):
+    """``(host, port)`` of ``HOST:PORT`` or ``[V6]:PORT``, or one sentence about what is wrong."""
+    text = (addr or "").strip()
+    host, sep, port = text.rpartition(":")
+    if host.startswith("[") and host.endswith("]"):
+        host = host[1:-1]
+    elif ":" in host:
+        host = ""  # an IPv6 address must be bracketed to tell its port apart
+    if not sep or not host or not port.isdigit() or not 0 < int(port) < 65536:
+        raise ProbeFailed("bad_params", "dist_init_addr must be HOST:PORT (an IPv6 host as [ADDR]:PORT), "
+                          "not %r" % (addr,))
+    return host, int(port)
+
+
+def node_layout(config, world):
+    """``(nnodes, node_rank, local_ranks, (host, port) or None)`` of a job, checked."""
+    try:
+        nnodes = int(config.get("nnodes") or 1)
+        node_rank = int(config.get("node_rank") or 0)
+    except (TypeError, ValueError):
+        raise ProbeFailed("bad_params", "nnodes and node_rank must be whole numbers")
+    if nnodes <= 1:
+        return 1, 0, world, None
+    if world % nnodes:
+        raise ProbeFailed("bad_params", "%d ranks do not split evenly over %d nodes" % (world, nnodes))
+    if not 0 <= node_rank < nnodes:
+        raise ProbeFailed("bad_params", "node_rank must be in [0, %d), not %d" % (nnodes, node_rank))
+    if not config.get("dist_init_addr"):
+        raise ProbeFailed("bad_params", "a probe across %d nodes needs dist_init_addr, where node 0's first "
+                          "rank listens (HOST0:PORT)" % nnodes)
+    return nnodes, node_rank, world // nnodes, parse_addr(config["dist_init_addr"])
+
+
 def free_port():
     s = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
     try:
@@ -144,22 +184,26 @@ class Rank(object):
             t.join(timeout)
 
 
-def run_ranks(job, world, backend, device, gpus, deadline):
-    """Start ``world`` rank processes, wait for all of them, return their results."""
+def run_ranks(job, world, backend, device, gpus, deadline, node_rank=0, local=None, meet=None):
+    """Start this node's rank processes (all ``world`` of them on one node; ``local`` of them, global ranks
+    from ``node_rank x local``, meeting at ``meet`` = (host, port) across nodes), wait for all of them,
+    return their results."""
     payload = make_payload(own_sources(), "probe.rank")
     argv = [sys.executable, "-u", "-c", bootstrap_code(len(payload)), json.dumps(job)]
-    port = free_port()
+    local = world if local is None else local
+    host, port = meet if meet is not None else ("127.0.0.1", free_port())
     ranks = []
     try:
-        for r in range(world):
-            env = dict(os.environ, RANK=str(r), LOCAL_RANK=str(r), WORLD_SIZE=str(world),
-                       MASTER_ADDR="127.0.0.1", MASTER_PORT=str(port))
+        for r in range(local):
+            env = dict(os.environ, RANK=str(node_rank * local + r), LOCAL_RANK=str(r), WORLD_SIZE=str(world),
+                       LOCAL_WORLD_SIZE=str(local), MASTER_ADDR=host, MASTER_PORT=str(port))
             if device == "cuda":
                 env["CUDA_DEVICE_ORDER"] = "PCI_BUS_ID"  # the indices nvidia-smi and NVML use
                 if gpus:
-                    env["CUDA_VISIBLE_DEVICES"] = ",".join(str(g) for g in gpus[:world])
+                    env["CUDA_VISIBLE_DEVICES"] = ",".join(str(g) for g in gpus[:local])
             else:
-                env.setdefault("GLOO_SOCKET_IFNAME", "lo")  # ranks talk over loopback only
+                if meet is None:
+                    env.setdefault("GLOO_SOCKET_IFNAME", "lo")  # ranks talk over loopback only
                 env.setdefault("OMP_NUM_THREADS", "1")
             proc = subprocess.Popen(argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
                                     env=env, close_fds=True)
@@ -172,7 +216,8 @@ def run_ranks(job, world, backend, device, gpus, deadline):
             if failed:
                 rk = failed[0]
                 rk.finish(1.0)
-                raise ProbeFailed("rank_failed", "rank %d of %d failed: %s" % (rk.rank, world, rk.last_error()))
+                raise ProbeFailed("rank_failed", "rank %d of %d failed: %s" % (node_rank * local + rk.rank, world,
+                                                                                 rk.last_error()))
             if all(c == 0 for c in codes):
                 break
             if time.monotonic() > deadline:
@@ -183,7 +228,7 @@ def run_ranks(job, world, backend, device, gpus, deadline):
             rk.finish()
             if rk.result is None:
                 raise ProbeFailed("rank_failed", "rank %d of %d ended without a result: %s"
-                                  % (rk.rank, world, rk.last_error()))
+                                  % (node_rank * local + rk.rank, world, rk.last_error()))
         return [rk.result for rk in ranks]
     finally:
         for rk in ranks:
@@ -203,6 +248,7 @@ def run(config):
     tokens = sorted(set(int(t) for t in (config.get("tokens") or DEFAULT_TOKENS)))
     if world < 1 or not tokens or tokens[0] < 1:
         raise ProbeFailed("bad_params", "the probe needs at least one rank and token counts of 1 or more")
+    nnodes, node_rank, local, meet = node_layout(config, world)
     for key, value in (config.get("env") or {}).items():
         if key in ("HF_HOME", "HF_HUB_CACHE", "HUGGINGFACE_HUB_CACHE") and value:
             os.environ[key] = os.path.expanduser(os.path.expandvars(value))
@@ -210,9 +256,9 @@ def run(config):
     progress("torch")
     torch, dist = import_torch()
     backend, device = choose_backend(torch, dist, config.get("backend") or "auto", config.get("device") or "auto",
-                                     world, gpus)
+                                     local, gpus)
     progress("topology")
-    topo = host_topology(selected=gpus[:world] if gpus else None)
+    topo = host_topology(selected=gpus[:local] if gpus else None)
     try:
         model = model_sizes(config.get("model"), config.get("hidden_size"), config.get("layers"),
                             config.get("dtype_bytes"))
@@ -222,14 +268,19 @@ def run(config):
     job = {"backend": backend, "device": device, "dtype_bytes": model["dtype_bytes"], "sizes": sizes,
            "iters": int(config.get("iters") or 200), "warmup": int(config.get("warmup") or 20),
            "max_seconds": float(config.get("max_seconds") or 10.0),
-           "init_timeout_s": max(30.0, min(300.0, deadline - time.monotonic()))}
+           "init_timeout_s": max(30.0, min(300.0, deadline - time.monotonic())),
+           "slowest_of_all": nnodes > 1}
     provenance = {"kind": "measured", "method": "torch.distributed.all_reduce (sum), timed per call",
-                  "backend": backend, "device": device, "world_size": world, "gpus": gpus[:world] or None,
+                  "backend": backend, "device": device, "world_size": world, "gpus": gpus[:local] or None,
                   "python": sys.executable, "torch": torch.__version__, "hostname": socket.gethostname(),
                   "iters": job["iters"], "warmup": job["warmup"], "max_seconds": job["max_seconds"],
                   "started_at": started}
     allreduce = {"backend": backend, "device": device, "world_size": world, "dtype": model["dtype"],
                  "combine": "slowest rank per iteration", "decode_path": None, "sizes": []}
+    if nnodes > 1:
+        provenance.update(nnodes=nnodes, node_rank=node_rank, ranks_per_node=local,
+                          dist_init_addr=config.get("dist_init_addr"))
+        allreduce.update(nnodes=nnodes, ranks_per_node=local, combine="slowest rank of all nodes per iteration")
     message = None
     if world == 1:
         message = "tensor parallel 1: a forward step has no all-reduce, nothing to measure"
@@ -237,8 +288,13 @@ def run(config):
             allreduce["sizes"].append(dict(s, n=0, median_ms=0.0, p99_ms=0.0, min_ms=0.0, mean_ms=0.0,
                                            halves_median_ms=None, stable=None, rank_median_ms=[]))
     else:
-        progress("ranks", world_size=world, backend=backend, device=device)
-        results = sorted(run_ranks(job, world, backend, device, gpus, deadline), key=lambda r: r["rank"])
+        if nnodes > 1:
+            progress("ranks", world_size=world, backend=backend, device=device, nnodes=nnodes, node_rank=node_rank,
+                     local_ranks=local, dist_init_addr=config.get("dist_init_addr"))
+        else:
+            progress("ranks", world_size=world, backend=backend, device=device)
+        results = sorted(run_ranks(job, world, backend, device, gpus, deadline, node_rank, local, meet),
+                         key=lambda r: r["rank"])
         provenance["checked"] = all(r.get("checked") for r in results)
         provenance["dtype"] = results[0].get("dtype")
         provenance["nccl"] = results[0].get("nccl")
@@ -249,7 +305,9 @@ def run(config):
         for k, s in enumerate(sizes):
             per_rank = [r["sizes"][k]["times_ms"] for r in results]
             entry = dict(tokens=s["tokens"], bytes=results[0]["sizes"][k]["bytes"])
-            entry.update(summarize(combine_ranks(per_rank)))
+            # across nodes every rank holds the slowest of all ranks per iteration; here only this node's
+            slowest = [r["sizes"][k]["slowest_ms"] for r in results] if nnodes > 1 else per_rank
+            entry.update(summarize(combine_ranks(slowest)))
             entry["rank_median_ms"] = [summarize(t)["median_ms"] for t in per_rank]
             allreduce["sizes"].append(entry)
     provenance["finished_at"] = time.time()

@@ -45,7 +45,9 @@ def history_record(result: dict, *, host: str | None = None, profile: Profile | 
         "model": {k: model.get(k) for k in ("model", "hidden_size", "layers", "dtype", "dtype_bytes")},
         "allreduce": {
             "backend": ar.get("backend"), "device": ar.get("device"), "world_size": ar.get("world_size"),
-            "sizes": [{k: s.get(k) for k in ("tokens", "bytes", "n", "median_ms", "p99_ms", "stable")}
+            "nnodes": ar.get("nnodes") or 1,
+            "sizes": [{k: s.get(k) for k in ("tokens", "bytes", "n", "median_ms", "p99_ms", "stable")
+                       + (("inter_node_ms",) if "inter_node_ms" in s else ())}
                       for s in ar.get("sizes") or []],
             "decode_path_ms": (ar.get("decode_path") or {}).get("median_ms"),
         },

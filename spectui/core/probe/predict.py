@@ -30,6 +30,11 @@ forwards and the draft-extend forward after verification), each ``draft_step_ms 
 topk x draft_token_ms``; a tree built without a draft model (NGRAM's trie) costs
 ``tree_draft_ms`` per step. The longest accept length a step can reach is ``k + 1`` for a chain
 and ``N`` for an NGRAM tree, so an L* above that cannot be reached at all.
+
+Across nodes (a result whose ``allreduce`` says ``nnodes`` above 1, so far the simulated host's): each
+latency carries its inter-node part (``inter_node_ms``), reported apart as ``verify_inter_node_ms``.
+``T`` is that deployment's own plain decode step, which pays NCCL and the inter-node all-reduce too
+(SGLang builds no custom all-reduce for a group that spans nodes), so L* is against it.
 """
 
 from __future__ import annotations
@@ -95,6 +100,32 @@ def comm_ms(result: dict, tokens: int) -> float:
     return forward_allreduces(result) * latency_ms(result, tokens)[0]
 
 
+def node_count(result: dict) -> int:
+    """Nodes the probed ranks spanned (1 for one host)."""
+    ar = result.get("allreduce") or {}
+    return int(ar.get("nnodes") or (result.get("provenance") or {}).get("nnodes") or 1)
+
+
+def inter_node_comm_ms(result: dict, tokens: int) -> float | None:
+    """The inter-node part of a forward step's communication over ``tokens`` positions, where the result
+    splits its latencies (a probe across nodes); else None."""
+    sizes = (result.get("allreduce") or {}).get("sizes") or []
+    if not sizes or any(s.get("inter_node_ms") is None for s in sizes):
+        return None
+    return forward_allreduces(result) * latency_ms(result, tokens, "inter_node_ms")[0]
+
+
+def spread_text(result: dict) -> str:
+    """``TP16 over 2 nodes, 100 GbE (simulated)``, or ``TP8`` on one host."""
+    prov = result.get("provenance") or {}
+    if prov.get("spread"):
+        return str(prov["spread"])
+    ar = result.get("allreduce") or {}
+    world = int(ar.get("world_size") or prov.get("world_size") or 1)
+    n = node_count(result)
+    return f"TP{world}" + (f" over {n} nodes" if n > 1 else "")
+
+
 def decode_comm_ms(result: dict) -> float:
     """Communication time of a plain decode step: the decode path's latency where the result
     has one (the simulator's model), else the 1-token latency."""
@@ -155,6 +186,7 @@ class BreakEven:
     predicted: float | None      # with compute and drafting (needs the decode step time)
     max_accept: int              # the longest accept length one step can reach
     interpolated: bool           # the verify size was not measured, but interpolated
+    verify_inter_node_ms: float | None = None  # of verify_comm_ms, what crosses between nodes (None: one node)
 
     @property
     def reachable(self) -> bool | None:
@@ -175,6 +207,8 @@ class Prediction:
     costs: StepCosts
     rows: tuple[BreakEven, ...]
     notes: tuple[str, ...] = field(default_factory=tuple)
+    nnodes: int = 1                            # nodes the probed ranks spanned
+    decode_inter_node_ms: float | None = None  # of decode_comm_ms, what crosses between nodes
 
     def row(self, shape: str, draft_tokens: int) -> BreakEven | None:
         for r in self.rows:
@@ -185,7 +219,8 @@ class Prediction:
     def to_dict(self) -> dict[str, Any]:
         return {"allreduces_per_forward": self.allreduces_per_forward, "decode_comm_ms": self.decode_comm_ms,
                 "decode_step_ms": self.decode_step_ms, "costs": asdict(self.costs),
-                "rows": [r.to_dict() for r in self.rows], "notes": list(self.notes)}
+                "rows": [r.to_dict() for r in self.rows], "notes": list(self.notes), "nnodes": self.nnodes,
+                "decode_inter_node_ms": self.decode_inter_node_ms}
 
 
 def break_even(decode_step_ms: float, extra_comm_ms: float, extra_compute_ms: float = 0.0,
@@ -215,7 +250,8 @@ def _row(result: dict, costs: StepCosts, decode_comm: float, shape: str, n: int,
                      extra_comm_ms=extra, extra_compute_ms=compute, drafting_ms=drafting,
                      comm_only=break_even(t, counted) if t else None,
                      predicted=break_even(t, counted, compute, drafting) if t else None,
-                     max_accept=max_accept, interpolated=interp)
+                     max_accept=max_accept, interpolated=interp,
+                     verify_inter_node_ms=inter_node_comm_ms(result, n))
 
 
 def predict(result: dict, costs: StepCosts | None = None, *, draft_tokens: list[int] | None = None) -> Prediction:
@@ -240,8 +276,21 @@ def predict(result: dict, costs: StepCosts | None = None, *, draft_tokens: list[
         notes.append("the plain decode step (%.2f ms) is shorter than the probe's all-reduce time for it "
                      "(%.2f ms): the server's decode all-reduce is cheaper than what the probe measured%s"
                      % (costs.decode_step_ms, dc, why))
+    nodes = node_count(result)
+    decode_inter = None
+    if nodes > 1:
+        path = (result.get("allreduce") or {}).get("decode_path") or {}
+        if path.get("inter_node_ms") is not None:
+            decode_inter = forward_allreduces(result) * float(path["inter_node_ms"])
+        else:
+            decode_inter = inter_node_comm_ms(result, 1)
+        if costs.decode_step_ms:
+            notes.append(f"{spread_text(result)}: L* is against this deployment's own plain decode step "
+                         f"({costs.decode_step_ms:.2f} ms), which pays NCCL and the inter-node all-reduce too "
+                         "(SGLang builds no custom all-reduce for a group that spans nodes), not against one node's")
     return Prediction(allreduces_per_forward=forward_allreduces(result), decode_comm_ms=dc,
-                      decode_step_ms=costs.decode_step_ms, costs=costs, rows=tuple(rows), notes=tuple(notes))
+                      decode_step_ms=costs.decode_step_ms, costs=costs, rows=tuple(rows), notes=tuple(notes),
+                      nnodes=nodes, decode_inter_node_ms=decode_inter)
 
 
 def predict_for_settings(result: dict, settings: dict, costs: StepCosts | None = None) -> BreakEven | None:

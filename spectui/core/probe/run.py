@@ -41,7 +41,11 @@ def progress_text(d: dict) -> str:
     if stage == "measuring":
         return f"measuring {d.get('done')}/{d.get('total')}: {d.get('tokens')} tokens, {d.get('iters')} iterations"
     if stage == "ranks":
+        if (d.get("nnodes") or 1) > 1:
+            return (f"starting {d.get('local_ranks')} of {d.get('world_size')} ranks on node {d.get('node_rank')} of "
+                    f"{d.get('nnodes')} ({d.get('backend')} on {d.get('device')}, meeting at {d.get('dist_init_addr')})")
         return f"starting {d.get('world_size')} ranks ({d.get('backend')} on {d.get('device')})"
     if stage == "sim":
-        return f"reading the simulator's hardware model ({d.get('preset')})"
+        nodes = f", over {d['nnodes']} nodes" if (d.get("nnodes") or 1) > 1 else ""
+        return f"reading the simulator's hardware model ({d.get('preset')}{nodes})"
     return f"checking {stage}"

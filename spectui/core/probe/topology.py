@@ -3,7 +3,8 @@
 ``8x RTX PRO 6000 Blackwell, PCIe Gen5 x16, no NVLink`` or
 ``8x H100 80GB HBM3, NVLink (18 links), NVSwitch``; what the host did not tell is left out
 (``8x RTX PRO 6000 Blackwell, PCIe, no NVLink`` on the simulated host, which models no PCIe
-generation).
+generation). A probe across nodes names the GPUs of one node and how the nodes are linked:
+``8x RTX PRO 6000 Blackwell per node, PCIe, no NVLink, 2 nodes over 100 GbE``.
 """
 
 from __future__ import annotations
@@ -64,4 +65,9 @@ def interconnect_header(topology: dict | None) -> str | None:
         parts.append(f"NVLink between some GPUs{links}, {_pcie(ic)} between others")
     if kind in ("pcie", "mixed") and ic.get("worst_path") == "SYS":
         parts.append("across CPU sockets")
+    nodes = int(ic.get("nodes") or 1)
+    if nodes > 1:
+        if parts[0]:
+            parts[0] += " per node"
+        parts.append(f"{nodes} nodes" + (f" over {ic['network']}" if ic.get("network") else ""))
     return ", ".join(p for p in parts if p)

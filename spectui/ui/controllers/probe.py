@@ -5,6 +5,12 @@ header's interconnect line, and the history's latest probe of each profile on th
 loaded. ``p`` (or the palette's "Run verify-cost probe") probes the highlighted profile; on the
 demo that reads the simulator's hardware model at once. Each result goes to the history with
 its provenance, and the speculative panel shows its predicted L* beside the measured one.
+
+A multi-node profile (``nodes:``) is probed on its rank 0 host, with the node count in the request: on
+simulated hosts the simulator's multi-node hardware model answers (on the current host when the console
+lacks the node hosts: the model needs none of them). A real probe across nodes would start ranks on every
+node's host together (the agent's ``probe.run`` takes ``nnodes``, ``node_rank`` and ``dist_init_addr``),
+which the console does not do yet: ``p`` says so, and predicts nothing.
 """
 
 from __future__ import annotations
@@ -25,10 +31,17 @@ from spectui.core.probe import (
     probe_params,
     run_probe,
 )
+from spectui.core.probe.predict import node_count, spread_text
 from spectui.core.probe.run import progress_text
 from spectui.core.profiles import Profile
 from spectui.ui.controllers.base import Controller, worker
+from spectui.ui.fleet import FleetHost, node_hosts
 from spectui.ui.screens.confirm import ConfirmScreen
+
+
+def target_label(target) -> str:
+    """The history's name of a host (``host_label`` of a session on it), without a session."""
+    return target.destination if target.kind == "ssh" and target.destination else target.label
 
 
 def plain_decode_step(runs: list[dict], host: str) -> tuple[float, str] | None:
@@ -86,12 +99,21 @@ class ProbeController(Controller):
             self.interconnect = line
             self.refresh()
 
+    def _rank0_host(self, profile: Profile) -> FleetHost | None:
+        """A multi-node profile's rank 0 host among the console's hosts, if the console has its nodes' hosts."""
+        if not profile.nodes:
+            return None
+        hosts, _why = node_hosts(profile, self.app.hosts)
+        return hosts[0] if hosts else None
+
     def _load_probes(self, session) -> None:
         host = host_label(session)
         try:
             store = HistoryStore()
             for p in self.app.profiles:
-                rec = store.latest_probe(host, p.name, p.content_hash)
+                rank0 = self._rank0_host(p)  # a multi-node profile is probed on its rank 0 host
+                rec = store.latest_probe(target_label(rank0.target) if rank0 is not None else host, p.name,
+                                         p.content_hash)
                 if rec is not None:
                     self.probes[p.name] = rec
         except (OSError, sqlite3.Error, SpectuiError) as exc:
@@ -108,6 +130,9 @@ class ProbeController(Controller):
         profile = self.app.library.profiles.get(self.app.highlighted_name() or "")
         if profile is None:
             self.notify("Highlight a profile to probe (its GPUs, model and speculative settings).", severity="warning")
+            return
+        if profile.nodes:
+            self._request_nodes_probe(profile)
             return
         if self.app.target.simulated:
             self._worker = self._probe(profile)
@@ -126,6 +151,22 @@ class ProbeController(Controller):
                 self._worker = self._probe(profile)
 
         self.app.push_screen(ConfirmScreen(f"Probe the verify cost of {profile.name}?", lines, yes="Probe"), answered)
+
+    def _request_nodes_probe(self, profile: Profile) -> None:
+        """``p`` on a multi-node profile: on its rank 0 host, with the node count in the request."""
+        n = len(profile.nodes)
+        rank0 = self._rank0_host(profile)
+        simulated = rank0.target.simulated if rank0 is not None else self.app.target.simulated
+        if not simulated:
+            self.notify(f"A real probe across {n} nodes is not measured yet, so {profile.name} gets no predicted L*: "
+                        "the console does not start the probe's ranks on every node's host together.",
+                        severity="warning", timeout=15)
+            return
+        if rank0 is not None and (rank0.link is None or not rank0.link.connected):
+            self.notify(f"{profile.name} is probed on its rank 0 host, {rank0.label}, which is not connected: wait "
+                        "for it, then p again.", severity="warning")
+            return
+        self._worker = self._probe(profile, rank0)
 
     def _probe_progress(self, name: str, d: dict) -> None:
         self.app.set_activity("probe", f"probe {name}: {progress_text(d)}")
@@ -146,11 +187,13 @@ class ProbeController(Controller):
             return None
 
     @worker(group="probe", exclusive=True)
-    async def _probe(self, profile: Profile) -> None:
-        session = self.link.session
+    async def _probe(self, profile: Profile, host: FleetHost | None = None) -> None:
+        """Probe ``profile`` on this host, or on ``host`` (a multi-node profile's rank 0 host)."""
+        session = (host.link if host is not None else self.link).session
+        probed = host.library.profiles.get(profile.name, profile) if host is not None else profile
         self.app.set_activity("probe", f"probe {profile.name}: starting")
         try:
-            params = probe_params(profile, ProbeOptions(), agent_python=session.hello.get("python"))
+            params = probe_params(probed, ProbeOptions(), agent_python=session.hello.get("python"))
             result = await run_probe(session, params, on_progress=lambda d: self._probe_progress(profile.name, d))
             decode = None
             if not (result.get("modelled") or {}).get("decode_step_ms"):
@@ -170,6 +213,11 @@ class ProbeController(Controller):
                 text = f"{profile.name}: predicted L* {row['predicted']:.2f}"
                 if row.get("comm_only") is not None:
                     text += f" (communication-only lower bound {row['comm_only']:.2f})"
+            if row is not None and node_count(result) > 1:
+                text = text.replace(f"{profile.name}: ", f"{profile.name}, {spread_text(result)}: ", 1)
+                if row.get("verify_inter_node_ms") is not None:
+                    text += (f"; {row['verify_inter_node_ms']:.2f} ms of the verify step's {row['verify_comm_ms']:.2f} ms "
+                             f"all-reduce is between nodes")
             self.notify(f"{text}; saved as probe {pid}.", title="Verify-cost probe", timeout=12)
         except Disconnected as exc:
             self.notify(f"Probe {profile.name}: {exc}", severity="error", timeout=15)

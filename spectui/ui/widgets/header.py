@@ -8,7 +8,7 @@ from spectui.ui.draw import Row, Styles
 from spectui.ui.views import BannerView, HeaderView
 from spectui.ui.widgets.base import LinePanel
 
-STATE_MARK = {"connected": "●", "connecting": "◌", "reconnecting": "◌", "closed": "○"}
+STATE_MARK = {"connected": "●", "connecting": "◌", "reconnecting": "◌", "closed": "○", "replaying": "▶"}
 
 
 def _gpus(view: HeaderView, st: Styles, *, interconnect: bool) -> list[tuple[str, object]] | None:
@@ -43,7 +43,8 @@ def header_row(view: HeaderView | None, st: Styles, *, rtt: bool = True, simulat
     if view.simulated and simulated:
         row.add(simulated, st.dim)
     row.add(*sep)
-    style = {"connected": st.ok, "reconnecting": st.warn, "closed": st.dim}.get(view.link_state, st.info)
+    style = {"connected": st.ok, "reconnecting": st.warn, "closed": st.dim, "replaying": st.accent}.get(
+        view.link_state, st.info)
     if state_word or view.link_state != "connected":
         row.add(f"{STATE_MARK.get(view.link_state, '?')} {view.link_state}", style)
     else:
