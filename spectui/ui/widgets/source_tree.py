@@ -58,9 +58,16 @@ class SourceTree(Tree):
         self._top = node
         self.call_after_refresh(self._scroll_to_top)
 
-    def _scroll_to_top(self) -> None:
+    def _scroll_to_top(self, tries: int = 30) -> None:
         node = self._top
-        if node is not None and node.line >= 0:
+        if node is None:
+            return
+        if tries and (node.line < 0 or self.max_scroll_y < node.line):
+            # not laid out yet, or the column not yet as long as it will be: look again shortly (a busy machine
+            # lays the tree out over several refreshes)
+            self.set_timer(0.1, lambda: self._scroll_to_top(tries - 1))
+            return
+        if node.line >= 0:
             self.scroll_to(y=node.line, animate=False, immediate=True)
 
     def fit_width(self) -> None:
