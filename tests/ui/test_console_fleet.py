@@ -244,3 +244,45 @@ async def test_a_node_that_fails_stops_every_node_and_says_which(ui_env):
 
 def server_state_on(host, name):
     return (host.link.servers.get(name) or {}).get("state") if host.link else None
+
+
+async def test_a_comparison_includes_a_multi_node_profile(ui_env):
+    """B with a single-host profile and a multi-node one: the multi-node one starts on both nodes and is measured
+    on rank 0's host, and the comparison has both rows."""
+    from spectui.ui.screens.bench import BenchScreen
+    from spectui.ui.screens.confirm import ConfirmScreen
+    from spectui.ui.screens.picker import PresetPicker
+    from tests.ui.support import write_preset
+
+    write_duo(ui_env.profiles, free_port(), free_port())
+    write_preset(ui_env.tmp / "config" / "presets", "tiny", dataset="reasoning", input_len=24, output_len=16,
+                 num_prompts=2, concurrency=1, warmup=0, repeats=1, seed=3)
+    hosts, state2 = two_demo_hosts(ui_env)
+    app = SpectuiApp(hosts[0][0], hosts=hosts, traffic=False)
+    try:
+        async with app.run_test(size=SIZE) as pilot:
+            await wait_for(pilot, lambda: all(r.state == "connected" for r in app.fleet_view(0).rows), 60, "hosts")
+            await pilot.press("enter")
+            await wait_for(pilot, lambda: app.screen is app.dashboard, 5, "the dashboard")
+            for name in ("alpha", "duo"):
+                app.set_highlight([p.name for p in app.profiles].index(name))
+                await pilot.press("space")
+            await pilot.press("B")
+            await wait_for(pilot, lambda: isinstance(app.screen, PresetPicker), 10, "the preset picker")
+            app.screen.choose("tiny")
+            await pilot.press("enter")
+            await wait_for(pilot, lambda: isinstance(app.screen, ConfirmScreen), 10, "the confirmation")
+            await pilot.press("y")
+            await wait_for(pilot, lambda: isinstance(app.screen, BenchScreen), 10, "the benchmark screen")
+            await wait_for(pilot, lambda: not app.bench.job.active, 180, "the comparison")
+            comp = app.bench.job.comparison
+            assert app.bench.job.state == "done", (app.bench.job.message, comp.get("failures"))
+            assert [r["name"] for r in comp["profiles"]] == ["alpha", "duo"] and not comp.get("failures")
+            for row in comp["profiles"]:   # each measured: the multi-node one on rank 0's host
+                assert row["cells"] and all(c["tok_s"]["median"] > 0 for c in row["cells"].values()), row
+            assert server_state_on(app.hosts[1], "duo") in ("ready", "stopped")   # node 1 ran on demo-2
+            assert "duo" in app.hosts[1].link.servers
+            app.quit_console()
+            await wait_for(pilot, lambda: app.exit_note is not None, 60, "quitting")
+    finally:
+        kill_recorded_servers(state2)

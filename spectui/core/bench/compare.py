@@ -294,7 +294,8 @@ async def run_comparison(session: Session, profiles: list[Profile], preset: Pres
                          stop_after: bool = False, switch_timeout_s: float = 1800.0,
                          allow_overlap: bool = False,
                          reconnect: Callable[[Disconnected, str], Awaitable[Session]] | None = None,
-                         variants: dict[str, dict] | None = None) -> dict:
+                         variants: dict[str, dict] | None = None,
+                         switch: Callable[[Profile], Awaitable[dict]] | None = None) -> dict:
     """Compare ``profiles`` under ``preset`` on ``session``'s host; returns the comparison dict.
 
     A run against a server that another live run measures is refused by the host (the
@@ -312,6 +313,10 @@ async def run_comparison(session: Session, profiles: list[Profile], preset: Pres
 
     ``variants`` (profile name -> ``{"display_name", "base", "changes"}``) marks a sweep's variant
     profiles: their rows keep it as ``variant``.
+
+    ``switch(profile)`` starts a profile's server in place of this host's own switch, answering as it does
+    (``{"server": {...}}``): a console with several hosts starts a multi-node profile on every node's host so
+    (rank 0's server is on this host, where it is measured).
     """
     if not profiles:
         raise BenchError("give at least one profile to compare")
@@ -350,7 +355,8 @@ async def run_comparison(session: Session, profiles: list[Profile], preset: Pres
         for profile in profiles:
             emit(CompareEvent("switching", profile.name, index=index, total=total))
             try:
-                sw = await ctl.switch(profile, force=force, timeout_s=switch_timeout_s)
+                sw = await (switch(profile) if switch is not None
+                            else ctl.switch(profile, force=force, timeout_s=switch_timeout_s))
             except AgentCallError as exc:
                 failures[profile.name] = str(exc)
                 emit(CompareEvent("switch_failed", profile.name, index=index, total=total, detail=str(exc)))

@@ -354,7 +354,9 @@ class BenchController(Controller):
 
         try:
             comp = await run_comparison(session, profiles, job.preset, baseline=job.baseline, store=store,
-                                        on_event=on_event)
+                                        on_event=on_event,
+                                        switch=self.app.servers.compare_switch if any(p.nodes for p in profiles)
+                                        else None)
             job.finish_comparison(comp)
             self.notify(f"Comparison {comp.get('id') or ''} done: "
                         + ("; ".join(comp.get("verdicts") or []) or "see the table") + ".", timeout=12)

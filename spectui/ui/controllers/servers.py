@@ -269,26 +269,58 @@ class ServersController(Controller):
             self.switch_results.pop(profile.name, None)
             self.switch_errors.pop(profile.name, None)
             self.app.highlight_row(profile.name)
-            results = await asyncio.gather(*(h.link.switch_to(p) for h, p in nodes), return_exceptions=True)
-            failed = [(rank, h, r) for rank, ((h, _), r) in enumerate(zip(nodes, results))
-                      if isinstance(r, BaseException) or ((r or {}).get("server") or {}).get("state") != ServerState.READY]
-            if not failed:
-                self.switch_results[profile.name] = results[0]
-                self.notify(f"{profile.name} is ready on {len(nodes)} nodes ({results[0].get('total_s', 0):.1f} s).")
+            result = await self.start_nodes(profile, nodes)
+            server = result["server"]
+            if server.get("state") == ServerState.READY:
+                self.switch_results[profile.name] = result
+                self.notify(f"{profile.name} is ready on {len(nodes)} nodes ({result.get('total_s', 0):.1f} s).")
                 return
-            await self._stop_nodes(profile.name, [h for h, _ in nodes])  # one server: all of it, or none
-            # the root cause is the node that ended first: the others fail because it went (torch's "Connection
-            # closed by peer" on rank 0 when a node dies)
-            rank, host, r = min(failed, key=lambda f: (f[2]["server"].get("ended_at") or float("inf"))
-                                if not isinstance(f[2], BaseException) and f[2] and f[2].get("server")
-                                else float("inf"))
-            reason = str(r) if isinstance(r, BaseException) else \
-                (r["server"].get("reason") or r["server"].get("state") or "it did not start")
-            self.switch_errors[profile.name] = f"node {rank} on {host.label}: {reason}"
-            self.notify(f"{profile.name}: node {rank} on {host.label} failed: {reason}; every node was stopped (its "
-                        f"log is on {host.label}'s dashboard).", severity="error", timeout=30)
+            self.switch_errors[profile.name] = server.get("reason") or "it did not start"
+            rank, label = result.get("failed_node") or (0, nodes[0][0].label)
+            self.notify(f"{profile.name}: {self.switch_errors[profile.name]}; every node was stopped (its log is on "
+                        f"{label}'s dashboard).", severity="error", timeout=30)
 
         await self._busy_with(f"starting {profile.name} on {len(nodes)} nodes", run, refused="Start refused")
+
+    async def start_nodes(self, profile: Profile, nodes: list) -> dict:
+        """Start every node together, each on its own host; rank 0's answer (``{"server": ...}``). When a node
+        fails, every node is stopped and the answer's server is ``failed``, its reason naming the node that
+        ended first (the root cause: the others fail because it went, as torch's "Connection closed by peer"
+        on rank 0 says) and ``failed_node`` giving its rank and host."""
+        results = await asyncio.gather(*(h.link.switch_to(p) for h, p in nodes), return_exceptions=True)
+        failed = [(rank, h, r) for rank, ((h, _), r) in enumerate(zip(nodes, results))
+                  if isinstance(r, BaseException) or ((r or {}).get("server") or {}).get("state") != ServerState.READY]
+        if not failed:
+            return results[0]
+        await self._stop_nodes(profile.name, [h for h, _ in nodes])  # one server: all of it, or none
+
+        def ended(f) -> float:
+            r = f[2]
+            return (r["server"].get("ended_at") or float("inf")) if isinstance(r, dict) and r.get("server") \
+                else float("inf")
+
+        rank, host, r = min(failed, key=ended)
+        reason = str(r) if isinstance(r, BaseException) else \
+            (r["server"].get("reason") or r["server"].get("state") or "it did not start")
+        first = results[0] if isinstance(results[0], dict) else {}
+        return {**first, "server": {**(first.get("server") or {}), "name": profile.name, "state": ServerState.FAILED,
+                                    "reason": f"node {rank} on {host.label}: {reason}"},
+                "failed_node": (rank, host.label)}
+
+    async def compare_switch(self, profile: Profile) -> dict:
+        """A comparison's switch (``run_comparison(switch=...)``): a multi-node profile on every node's host at
+        once, rank 0 on this host where it is measured; any other on this host as usual."""
+        link = self.link
+        if not profile.nodes:
+            return await link.control().switch(profile)
+        nodes = self.nodes_of(profile)
+        if nodes is None:
+            why = "its nodes' hosts are not all connected to this console"
+        elif nodes[0][0].link is not link:
+            why = f"its rank 0 is on {nodes[0][0].label}: compare from that host's dashboard"
+        else:
+            return await self.start_nodes(profile, nodes)
+        return {"server": {"name": profile.name, "state": ServerState.FAILED, "reason": why}}
 
     async def _stop_nodes(self, name: str, hosts: list[FleetHost]) -> list[str]:
         """Stop ``name`` on each of ``hosts`` (rank 0 first) where it runs; the hosts where it was stopped. Rank 0
