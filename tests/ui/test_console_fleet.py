@@ -148,6 +148,13 @@ async def test_spectui_connect_with_two_real_sshd_hosts(ui_env, sshd, tmp_path, 
         other.stop()
 
 
+async def first_host_dashboard(pilot, app):
+    """Both hosts connected, then enter on the overview: demo-1's dashboard."""
+    await wait_for(pilot, lambda: all(r.state == "connected" for r in app.fleet_view(0).rows), 60, "hosts")
+    await pilot.press("enter")
+    await wait_for(pilot, lambda: app.screen is app.dashboard, 5, "the dashboard")
+
+
 def write_duo(folder, port, dist_port, *, sim_extra=""):
     (folder / "duo.yaml").write_text(
         f"name: duo\nmodel: sim/duo\nport: {port}\ngpus: [0, 1]\nnodes: [node-a, node-b]\n"
@@ -226,9 +233,7 @@ async def test_a_node_that_fails_stops_every_node_and_says_which(ui_env):
     app = SpectuiApp(hosts[0][0], hosts=hosts, traffic=False)
     try:
         async with app.run_test(size=SIZE) as pilot:
-            await wait_for(pilot, lambda: all(r.state == "connected" for r in app.fleet_view(0).rows), 60, "hosts")
-            await pilot.press("enter")
-            await wait_for(pilot, lambda: app.screen is app.dashboard, 5, "the dashboard")
+            await first_host_dashboard(pilot, app)
             await pilot.press(str([p.name for p in app.profiles].index("duo") + 1))
             await wait_for(pilot, lambda: isinstance(app.screen, ConfirmScreen), 20, "the confirmation")
             await pilot.press("y")
@@ -261,9 +266,7 @@ async def test_a_comparison_includes_a_multi_node_profile(ui_env):
     app = SpectuiApp(hosts[0][0], hosts=hosts, traffic=False)
     try:
         async with app.run_test(size=SIZE) as pilot:
-            await wait_for(pilot, lambda: all(r.state == "connected" for r in app.fleet_view(0).rows), 60, "hosts")
-            await pilot.press("enter")
-            await wait_for(pilot, lambda: app.screen is app.dashboard, 5, "the dashboard")
+            await first_host_dashboard(pilot, app)
             for name in ("alpha", "duo"):
                 app.set_highlight([p.name for p in app.profiles].index(name))
                 await pilot.press("space")
