@@ -289,3 +289,70 @@ async def test_a_comparison_includes_a_multi_node_profile(ui_env):
             await wait_for(pilot, lambda: app.exit_note is not None, 60, "quitting")
     finally:
         kill_recorded_servers(state2)
+
+
+@pytest.mark.sshd
+async def test_a_multi_node_profile_over_two_real_sshd_hosts(ui_env, sshd, tmp_path):
+    """`spectui connect A B` over two real OpenSSH sshd on loopback, a profile whose nodes are A and B (host and
+    ssh-port): started on both as one server, served from rank 0, stopped as one; then a node failing at load
+    stops both and is named."""
+    from spectui.cli.hostopts import targets_from_args
+    from spectui.cli.main import build_parser
+    from spectui.ui.screens.confirm import ConfirmScreen
+    from tests.ssh.test_fleet_sshd import options
+    from tests.support.sshd import LoopbackSshd
+
+    other = LoopbackSshd(tmp_path / "other-sshd").start()
+    state2 = tmp_path / "other-state"
+    try:
+        port, dist = free_port(), free_port()
+        nodes = f"nodes:\n  - {{host: {sshd.user}@127.0.0.1, ssh-port: {sshd.port}}}\n" \
+                f"  - {{host: {other.user}@127.0.0.1, ssh-port: {other.port}}}\n"
+        for name, extra in (("duo", ""), ("duo-bad", "")):
+            (ui_env.profiles / f"{name}.yaml").write_text(
+                f"name: {name}\nmodel: sim/duo\nport: {port if name == 'duo' else free_port()}\ngpus: [0, 1]\n"
+                f"{nodes}dist-init-port: {dist}\nargs:\n  tp-size: 4\nsim:\n  load-time: 0.6\n{extra}")
+        args = build_parser().parse_args(["connect", sshd.dest, other.dest, *options(tmp_path, ui_env.state, sshd,
+                                                                                     other)])
+        targets = targets_from_args(args)
+        targets[1].state_dir = str(state2)
+        lib1 = load_profiles()
+        lib2 = load_profiles()
+        broken = tmp_path / "broken"   # the second node's copy of duo-bad fails as it loads
+        broken.mkdir()
+        (broken / "duo-bad.yaml").write_text((ui_env.profiles / "duo-bad.yaml").read_text() + "  fail-load: oom\n")
+        bad = load_profiles([str(broken)])
+        assert not bad.errors, [str(e) for e in bad.errors]
+        lib2.profiles["duo-bad"] = bad.get("duo-bad")
+        app = SpectuiApp(targets[0], hosts=[(targets[0], lib1), (targets[1], lib2)], traffic=False)
+        async with app.run_test(size=SIZE) as pilot:
+            await first_host_dashboard(pilot, app)
+            await pilot.press(str([p.name for p in app.profiles].index("duo") + 1))
+            confirm = await wait_for(pilot, lambda: isinstance(app.screen, ConfirmScreen) and app.screen, 20,
+                                     "the confirmation")
+            assert f"Node 1 on {other.dest}" in "\n".join(confirm.lines)
+            assert f"--dist-init-addr 127.0.0.1:{dist}" in "\n".join(confirm.lines)
+            await pilot.press("y")
+            await wait_for(pilot, lambda: all(server_state_on(h, "duo") == "ready" for h in app.hosts)
+                           and app.busy is None, 90, "duo ready on both sshd hosts")
+            await wait_for(pilot, lambda: "duo" in app.hosts[0].link.series, 20, "rank 0's frames")
+            await pilot.press("x")
+            await wait_for(pilot, lambda: isinstance(app.screen, ConfirmScreen), 10, "the stop confirmation")
+            await pilot.press("y")
+            await wait_for(pilot, lambda: all(server_state_on(h, "duo") == "stopped" for h in app.hosts)
+                           and app.busy is None, 60, "duo stopped on both")
+            # a node that fails at load
+            await pilot.press(str([p.name for p in app.profiles].index("duo-bad") + 1))
+            await wait_for(pilot, lambda: isinstance(app.screen, ConfirmScreen), 20, "the confirmation")
+            await pilot.press("y")
+            await wait_for(pilot, lambda: "duo-bad" in app.servers.switch_errors and app.busy is None, 120,
+                           "the failure")
+            assert app.servers.switch_errors["duo-bad"].startswith(f"node 1 on {other.dest}: ")
+            assert server_state_on(app.hosts[1], "duo-bad") == "failed"
+            assert server_state_on(app.hosts[0], "duo-bad") not in ("ready", "loading", "starting")
+            app.quit_console()
+            await wait_for(pilot, lambda: app.exit_note is not None, 60, "quitting")
+    finally:
+        other.stop()
+        kill_recorded_servers(state2)
+        kill_recorded_servers(ui_env.state)

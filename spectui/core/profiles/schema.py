@@ -331,16 +331,18 @@ class _Checker:
             self.error(fpath, "field 'nodes' names the hosts of a multi-node server and needs at least two; "
                        "for one host, leave 'nodes' out")
             return
-        seen: dict[str, int] = {}
+        seen: dict[tuple, int] = {}
         for i, entry in enumerate(value):
             host = self._node(fpath + (i,), entry)
             if host is None:
                 continue
-            if host in seen:
-                self.error(fpath + (i,), f"node '{host}' is listed twice (entries {seen[host] + 1} and {i + 1}); "
+            # one host behind several SSH ports (containers, forwarded VMs) is several nodes
+            key = (host, entry.get("ssh-port") if isinstance(entry, dict) else None)
+            if key in seen:
+                self.error(fpath + (i,), f"node '{host}' is listed twice (entries {seen[key] + 1} and {i + 1}); "
                            "each node runs one rank")
             else:
-                seen[host] = i
+                seen[key] = i
 
     def _node(self, npath: tuple, entry: Any) -> str | None:
         """Check one ``nodes`` entry; its SSH host when valid."""

@@ -323,23 +323,16 @@ class ServersController(Controller):
         return {"server": {"name": profile.name, "state": ServerState.FAILED, "reason": why}}
 
     async def _stop_nodes(self, name: str, hosts: list[FleetHost]) -> list[str]:
-        """Stop ``name`` on each of ``hosts`` (rank 0 first) where it runs; the hosts where it was stopped. Rank 0
-        goes first: the other nodes end when it does (SGLang 0.5.23's only log a SIGTERM of their own), and what
-        is left of them is stopped after."""
-        def live(h: FleetHost) -> bool:
-            return h.link is not None and h.link.connected and (h.link.servers.get(name) or {}).get("state") in LIVE
-
-        stopped = []
-        first = [h for h in hosts[:1] if live(h)]
-        for h in first:
-            try:
-                await h.link.stop(name)
-                stopped.append(h.label)
-            except (SpectuiError, OSError) as exc:
-                self.notify(f"Stopping {name} on {h.label}: {exc}", severity="error", timeout=15)
-        rest = [h for h in hosts[1:] if live(h)]
-        done = await asyncio.gather(*(h.link.stop(name) for h in rest), return_exceptions=True)
-        return stopped + [h.label for h, r in zip(rest, done) if not isinstance(r, BaseException)]
+        """Stop ``name`` on each of ``hosts`` where it runs, every node at once; the hosts where it was stopped.
+        At once, because the nodes end together: a node of rank 1 and up leaves when rank 0 goes (SGLang 0.5.23's
+        only log a SIGTERM of their own and wait for rank 0), so each is already being stopped when it does."""
+        live = [h for h in hosts if h.link is not None and h.link.connected
+                and (h.link.servers.get(name) or {}).get("state") in LIVE]
+        done = await asyncio.gather(*(h.link.stop(name) for h in live), return_exceptions=True)
+        for h, r in zip(live, done):
+            if isinstance(r, BaseException):
+                self.notify(f"Stopping {name} on {h.label}: {r}", severity="error", timeout=15)
+        return [h.label for h, r in zip(live, done) if not isinstance(r, BaseException)]
 
     # --- r: restart -----------------------------------------------------------------------------------------
     def request_restart(self) -> None:
