@@ -478,10 +478,22 @@ class ServerManager(object):
             if r is None:
                 raise AgentError("unknown_server", "no server named %s on this host" % name)
             if r.get("state") in states:
+                self._saved_before_answer(name)
                 return view(r)
             if time.monotonic() >= deadline:
                 return dict(view(r), timed_out=True)
             time.sleep(0.1)
+
+    def _saved_before_answer(self, name, within_s=2.0):
+        """A state this agent answers with is on disk too, so that an agent started after this one ends (a
+        console that quits as soon as a server is ready) reads it: the monitor saves it at its next tick, which
+        a session that closes at once may not see. Waits at most ``within_s`` for the records' lock."""
+        w = self.watches.get(name)
+        end = time.monotonic() + within_s
+        while w is not None and w.unsaved and time.monotonic() < end:
+            self._persist(w)
+            if w.unsaved:
+                time.sleep(0.05)
 
     # --- stop ------------------------------------------------------------------------------
     def stop(self, params, on_stage=None, switching_to=None):
