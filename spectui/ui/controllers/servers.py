@@ -43,6 +43,10 @@ from spectui.ui.screens.confirm import ConfirmScreen
 STOP_GRACE_S = 20.0
 PROCESS_COMMAND_CHARS = 64  # a process's command in a confirmation: one line each, so a TP 8 server fits
 LIVE = snapshots.LIVE
+# How torch says a rank lost another (gloo's pair.cc, NCCL's remote error, the store's client socket): a node
+# failing with these failed because another node went first
+PEER_LOST = ("Connection closed by peer", "remote worker", "Connection reset by peer", "remote process exited",
+             "DistNetworkError")
 
 
 def plan_lines(plan: dict, purpose: str) -> list[str]:
@@ -294,14 +298,20 @@ class ServersController(Controller):
             return results[0]
         await self._stop_nodes(profile.name, [h for h, _ in nodes])  # one server: all of it, or none
 
-        def ended(f) -> float:
-            r = f[2]
-            return (r["server"].get("ended_at") or float("inf")) if isinstance(r, dict) and r.get("server") \
-                else float("inf")
+        def reason_of(r) -> str:
+            return str(r) if isinstance(r, BaseException) else \
+                (r["server"].get("reason") or r["server"].get("state") or "it did not start")
 
-        rank, host, r = min(failed, key=ended)
-        reason = str(r) if isinstance(r, BaseException) else \
-            (r["server"].get("reason") or r["server"].get("state") or "it did not start")
+        def cause_first(f) -> tuple:
+            # a node that lost its peers failed because another went: torch's words for that come last, then
+            # the node that ended first (each host's agent notices on its own clock, so time alone cannot say)
+            r = f[2]
+            ended = (r["server"].get("ended_at") or float("inf")) if isinstance(r, dict) and r.get("server") \
+                else float("inf")
+            return any(words in reason_of(r) for words in PEER_LOST), ended
+
+        rank, host, r = min(failed, key=cause_first)
+        reason = reason_of(r)
         first = results[0] if isinstance(results[0], dict) else {}
         return {**first, "server": {**(first.get("server") or {}), "name": profile.name, "state": ServerState.FAILED,
                                     "reason": f"node {rank} on {host.label}: {reason}"},
