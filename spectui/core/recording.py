@@ -136,6 +136,12 @@ class RecordingWriter:
             self._fail(exc)
         self._last_flush = self.clock() if now is None else now
 
+    def flush_if_due(self) -> None:
+        """Flush when ``flush_s`` has passed since the last flush (a quiet recording is written each second too)."""
+        now = self.clock()
+        if now - self._last_flush >= self.flush_s:
+            self.flush(now)
+
     def _fail(self, exc: OSError) -> None:
         self.error = f"recording to {self.path} stopped: {exc.strerror or exc}; what was written before stays"
         log.warning("%s", self.error)

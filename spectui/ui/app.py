@@ -184,9 +184,7 @@ class SpectuiApp(App):
                 self.run_worker(self._host_connection(host), group="fleet", exit_on_error=False)
             return
         while True:
-            link = HostLink(self.target, gpu_interval_s=self.telemetry.gpu_interval_s,
-                            server_interval_s=SERVER_INTERVAL_S, history=self.history)
-            link.events.subscribe(self._hear)
+            link = self._new_link(self.target, self._hear)
             self.link = link
             self.recording.attach(link)
             self._connected_seen = False
@@ -199,21 +197,14 @@ class SpectuiApp(App):
                 self.exit(return_code=1)
                 return
             except HostKeyUnknown as exc:
-                choice = await self.push_screen_wait(HostKeyScreen(exc))
-                if choice == "once":
-                    self.target.ssh.trusted_fingerprints = frozenset(self.target.ssh.trusted_fingerprints) | {exc.fingerprint}
-                elif choice == "save":
-                    self.target.ssh.accept_new_host_key = True
-                else:
+                if not await self._trust(self.target, exc):
                     self.exit_note = f"spectui: {exc}"
                     self.exit(return_code=1)
                     return
             except KeyPassphraseNeeded as exc:
-                secret = await self.push_screen_wait(PassphraseScreen(str(exc)))
-                if secret is None:
+                if not await self._passphrase(self.target, str(exc)):
                     self.exit(return_code=1)
                     return
-                self.target.ssh.passphrase = secret
             except (SpectuiError, OSError) as exc:
                 if self.target.ssh.passphrase is not None and "encrypted" in str(exc):
                     self.target.ssh.passphrase = None  # a wrong passphrase: ask again on retry
@@ -229,9 +220,7 @@ class SpectuiApp(App):
         own), and a host key or passphrase it needs asks the operator, naming the host."""
         wait = RETRY_START_S
         while not self._quitting:
-            link = HostLink(host.target, gpu_interval_s=self.telemetry.gpu_interval_s,
-                            server_interval_s=SERVER_INTERVAL_S, history=self.history)
-            link.events.subscribe(lambda event, h=host: self._hear_host(h, event))
+            link = self._new_link(host.target, lambda event, h=host: self._hear_host(h, event))
             host.link = link
             if host is self.hosts[self.current_host]:
                 self.link = link
@@ -244,21 +233,13 @@ class SpectuiApp(App):
                 self.notify(f"{host.label}: {exc}", severity="error", timeout=30)
                 return
             except HostKeyUnknown as exc:
-                choice = await self.push_screen_wait(HostKeyScreen(exc))
-                if choice == "once":
-                    host.target.ssh.trusted_fingerprints = frozenset(host.target.ssh.trusted_fingerprints) | {
-                        exc.fingerprint}
-                elif choice == "save":
-                    host.target.ssh.accept_new_host_key = True
-                else:
+                if not await self._trust(host.target, exc):
                     host.error, host.refused = "its host key was not trusted", True
                     return
             except KeyPassphraseNeeded as exc:
-                secret = await self.push_screen_wait(PassphraseScreen(f"{host.label}: {exc}"))
-                if secret is None:
+                if not await self._passphrase(host.target, f"{host.label}: {exc}"):
                     host.error, host.refused = "no passphrase for its key", True
                     return
-                host.target.ssh.passphrase = secret
             except (SpectuiError, OSError) as exc:
                 host.error = str(exc) or type(exc).__name__
                 host.retry_at = time.monotonic() + wait
@@ -267,6 +248,28 @@ class SpectuiApp(App):
                 wait = min(RETRY_MAX_S, wait * 2)
                 continue
             host.error = None
+
+    def _new_link(self, target: HostTarget, subscriber) -> HostLink:
+        link = HostLink(target, gpu_interval_s=self.telemetry.gpu_interval_s, server_interval_s=SERVER_INTERVAL_S,
+                        history=self.history)
+        link.events.subscribe(subscriber)
+        return link
+
+    async def _trust(self, target: HostTarget, exc: HostKeyUnknown) -> bool:
+        """Ask about a host key not in known_hosts: trust it once, or save it (True), or not (False)."""
+        choice = await self.push_screen_wait(HostKeyScreen(exc))
+        if choice == "once":
+            target.ssh.trusted_fingerprints = frozenset(target.ssh.trusted_fingerprints) | {exc.fingerprint}
+        elif choice == "save":
+            target.ssh.accept_new_host_key = True
+        return choice in ("once", "save")
+
+    async def _passphrase(self, target: HostTarget, text: str) -> bool:
+        """Ask for the passphrase of an encrypted key; False when the operator gives none."""
+        secret = await self.push_screen_wait(PassphraseScreen(text))
+        if secret is not None:
+            target.ssh.passphrase = secret
+        return secret is not None
 
     def _hear_host(self, host: FleetHost, event: LinkEvent) -> None:
         """Several hosts: the shown host's events drive the console; the others' only redraw the overview."""

@@ -75,17 +75,23 @@ class RecordingController(Controller):
             link.recorder = self.writer
 
     def stop(self, *, redraw: bool = True) -> Path | None:
-        writer, self.writer = self.writer, None
+        writer = self._end()
         if writer is None:
             return None
-        link = self.link
-        if link is not None and link.recorder is writer:
-            link.recorder = None
         writer.close()
-        self.done.append((writer.path, time.monotonic() - self._started_at))
         if redraw:
             self.refresh()
         return writer.path
+
+    def _end(self):
+        """Detach the writer from the link and count the recording made; the writer, or None."""
+        writer, self.writer = self.writer, None
+        if writer is not None:
+            link = self.link
+            if link is not None and link.recorder is writer:
+                link.recorder = None
+            self.done.append((writer.path, time.monotonic() - self._started_at))
+        return writer
 
     def toggle(self) -> None:
         """ctrl+r: start recording to the recordings folder, or stop and say where it is."""
@@ -106,15 +112,11 @@ class RecordingController(Controller):
         if writer is None:
             return
         if writer.error:
-            self.writer = None
-            if self.link is not None and self.link.recorder is writer:
-                self.link.recorder = None
-            self.done.append((writer.path, time.monotonic() - self._started_at))
+            self._end()
             self.notify(f"{writer.error[0].upper()}{writer.error[1:]}.", severity="error", timeout=30)
             self.refresh()
             return
-        if time.time() - writer._last_flush >= writer.flush_s:
-            writer.flush()
+        writer.flush_if_due()
 
     def header_text(self) -> str | None:
         """``REC 1:23 · 412 kB`` while recording; None otherwise."""
