@@ -23,6 +23,14 @@ def sshd(tmp_path_factory):
     server.stop()
 
 
+@pytest.fixture(scope="module")
+def other_sshd(tmp_path_factory):
+    """A second real sshd on loopback (module-wide), for a second host."""
+    server = LoopbackSshd(tmp_path_factory.mktemp("other-sshd")).start()
+    yield server
+    server.stop()
+
+
 @pytest.fixture
 def state_dir(tmp_path):
     d = tmp_path / "host-state"

@@ -83,6 +83,8 @@ class Method(object):
     SOURCE_ALGORITHMS = "source.algorithms"
     PROBE_RUN = "probe.run"
     PROBE_TOPOLOGY = "probe.topology"
+    PROBE_CANCEL = "probe.cancel"
+    PROBE_PORT = "probe.port"
     BENCH_START = "bench.start"
     BENCH_STATUS = "bench.status"
     BENCH_LIST = "bench.list"

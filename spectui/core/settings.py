@@ -52,9 +52,12 @@ from spectui.core.paths import settings_file
 from spectui.core.profiles.errors import ProfileError, close_matches, did_you_mean
 from spectui.core.profiles.yamlsource import YamlDocument, load_yaml, parse_yaml
 
-TOP_KEYS = ("theme", "default_host", "hosts", "ssh", "telemetry_hz", "keymap", "demo", "alerts")
+TOP_KEYS = ("theme", "default_host", "hosts", "ssh", "telemetry_hz", "keymap", "demo", "alerts", "probe")
 SSH_KEYS = ("config", "identity", "port", "jump", "known_hosts", "accept_new_host_key", "connect_timeout")
 DEMO_KEYS = ("port_base",)
+# The console's verify-cost probe (p): torch.distributed backend and where the ranks' tensors live, as
+# `spectui probe --backend/--device` (gloo on cpu rehearses a probe on hosts without GPUs).
+PROBE_CHOICES = {"backend": ("auto", "nccl", "gloo"), "device": ("auto", "cuda", "cpu")}
 TELEMETRY_HZ_MAX = 10.0
 
 
@@ -88,6 +91,8 @@ class Settings:
     keymap: dict[str, str] = field(default_factory=dict)
     demo_port_base: int | None = None
     alerts: AlertConfig = field(default_factory=AlertConfig)
+    probe_backend: str | None = None
+    probe_device: str | None = None
     errors: list[ProfileError] = field(default_factory=list)
     doc: YamlDocument | None = field(default=None, repr=False)
 
@@ -169,6 +174,9 @@ class _Reader:
             elif k == "demo":
                 if self.mapping(fpath, value):
                     self.read_demo(value)
+            elif k == "probe":
+                if self.mapping(fpath, value):
+                    self.read_probe(value)
             elif k == "alerts":
                 self.s.alerts, problems = alert_config(value)
                 for where, sentence in problems:
@@ -225,6 +233,16 @@ class _Reader:
                 self.unknown(fpath, DEMO_KEYS)
             else:
                 self.s.demo_port_base = self.integer(fpath, value, 1024, 65535, "first port of the demo servers")
+
+    def read_probe(self, data: dict) -> None:
+        for k, value in data.items():
+            fpath = ("probe", k)
+            if k not in PROBE_CHOICES:
+                self.unknown(fpath, tuple(PROBE_CHOICES))
+            elif value not in PROBE_CHOICES[k]:
+                self.problem(fpath, f"'probe.{k}' is one of {', '.join(PROBE_CHOICES[k])}, not {_shown(value)}")
+            else:
+                setattr(self.s, f"probe_{k}", value)
 
     # --- value checks ----------------------------------------------------------------------------------------
     def mapping(self, fpath: tuple, value: Any) -> bool:

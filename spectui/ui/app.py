@@ -125,7 +125,7 @@ class SpectuiApp(App):
         # the features, each owning its state and workers (spectui/ui/controllers/)
         self.servers = ServersController(self)
         self.bench = BenchController(self)
-        self.probe = ProbeController(self)
+        self.probe = ProbeController(self, settings)
         self.source = SourceController(self)
         self.traffic = TrafficController(self, available=self.demo, wanted=traffic, scenario=traffic_scenario)
         self.telemetry = TelemetryController(self, telemetry_hz)

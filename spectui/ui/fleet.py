@@ -15,9 +15,8 @@ from dataclasses import dataclass
 from spectui.agent.protocol import DOWN_STATES, LIVE_STATES, ServerState
 from spectui.core.live import HostLink, LinkState
 from spectui.core.profiles import ProfileLibrary
-from spectui.core.errors import ConnectError
+from spectui.core.profiles.multinode import is_node_host
 from spectui.core.session import HostTarget
-from spectui.core.transport.ssh import parse_destination
 
 RETRY_START_S = 5.0   # a host whose first connection failed is tried again after this, doubling
 RETRY_MAX_S = 60.0
@@ -119,21 +118,6 @@ def fleet_row(number: int, host: FleetHost, *, current: bool, now: float | None 
 
 def fleet_view(hosts: list[FleetHost], current: int, highlight: int) -> FleetView:
     return FleetView(tuple(fleet_row(i + 1, h, current=i == current) for i, h in enumerate(hosts)), highlight)
-
-
-def is_node_host(node, target: HostTarget) -> bool:
-    """Whether ``target`` is how the console reaches ``node``: its name or destination as the profile writes the
-    node's host, or the same [user@]host with the node's ``ssh-port`` (``user@10.0.0.2:2222``)."""
-    if node.host in (target.destination, target.name):
-        return True
-    if target.kind != "ssh" or not target.destination:
-        return False
-    try:
-        user, host, port = parse_destination(target.destination)
-    except ConnectError:
-        return False
-    return node.host == (f"{user}@{host}" if user else host) and node.ssh_port is not None and \
-        (port or target.ssh.port) == node.ssh_port
 
 
 def node_hosts(profile, hosts: list[FleetHost]) -> tuple[list[FleetHost] | None, str | None]:

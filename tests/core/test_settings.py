@@ -26,6 +26,9 @@ keymap:
   dashboard.help: "f1,h"
 demo:
   port_base: 31000
+probe:
+  backend: gloo
+  device: cpu
 """
 
 
@@ -50,6 +53,16 @@ def test_every_setting_loads(tmp_path):
     assert s.ssh.connect_timeout == 30.0
     assert s.keymap == {"dashboard.stop": "X", "dashboard.help": "f1,h"}
     assert s.demo_port_base == 31000
+    assert (s.probe_backend, s.probe_device) == ("gloo", "cpu")
+
+
+def test_a_bad_probe_setting_is_one_located_sentence_and_the_rest_applies(tmp_path):
+    p = write(tmp_path, "probe:\n  backend: gloo\n  device: tpu\n  iters: 5\n")
+    s = load_settings(p)
+    assert (s.probe_backend, s.probe_device) == ("gloo", None)
+    assert [str(e) for e in s.errors] == [
+        f"{p}:3:11: 'probe.device' is one of auto, cuda, cpu, not 'tpu'",
+        f"{p}:4:3: 'iters' is not an option of 'probe'; the known ones are backend, device"]
 
 
 def test_a_missing_file_is_no_settings_and_no_error(tmp_path):

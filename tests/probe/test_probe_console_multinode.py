@@ -1,6 +1,6 @@
 """``p`` on a multi-node profile in the console: on two simulated hosts it probes on rank 0's host with the
 node count (whichever host the dashboard shows) and says the result is across nodes; on real hosts it says in
-one sentence that a probe across nodes is not measured yet."""
+one sentence when a node's host is not connected."""
 
 import dataclasses
 from types import SimpleNamespace
@@ -73,7 +73,7 @@ async def test_p_on_two_demo_hosts_probes_on_rank_0_with_the_node_count(console_
         await wait_for(pilot, lambda: app.exit_note is not None, 60, "quitting")
 
 
-def test_p_on_real_hosts_says_a_probe_across_nodes_is_not_measured_yet():
+def test_p_on_real_hosts_waits_for_every_node_to_be_connected():
     library = load_profiles()
     profile = library.get(TWONODE)
     notes = []
@@ -82,6 +82,7 @@ def test_p_on_real_hosts_says_a_probe_across_nodes_is_not_measured_yet():
                           notify=lambda message, **kw: notes.append((message, kw.get("severity"))))
     probe = ProbeController(app)
     probe._request_nodes_probe(profile)
-    assert notes == [("A real probe across 2 nodes is not measured yet, so twonode-kimi-eagle3 gets no predicted "
-                      "L*: the console does not start the probe's ranks on every node's host together.", "warning")]
+    names = ", ".join(node.host for node in profile.nodes)
+    assert notes == [(f"A probe of twonode-kimi-eagle3 needs all its 2 nodes connected, and {names} are not: wait "
+                      "for them, then p again.", "warning")]
     assert probe._worker is None

@@ -15,13 +15,6 @@ from tests.support.sshd import LoopbackSshd
 pytestmark = pytest.mark.sshd
 
 
-@pytest.fixture(scope="module")
-def other_sshd(tmp_path_factory):
-    server = LoopbackSshd(tmp_path_factory.mktemp("other-sshd")).start()
-    yield server
-    server.stop()
-
-
 def key_line(server: LoopbackSshd) -> str:
     kind, blob = Path(str(server.host_key) + ".pub").read_text().split()[:2]
     return f"[127.0.0.1]:{server.port} {kind} {blob}\n"

@@ -17,6 +17,7 @@ import json
 import logging
 import os
 import signal
+import socket
 import subprocess
 import sys
 import threading
@@ -39,10 +40,12 @@ class ProbeRunner(object):
         self.agent = agent
         self._lock = threading.Lock()
         self._proc = None
+        self._cancelled = False
 
     def run(self, params):
         if not self._lock.acquire(False):
             raise AgentError("busy", "a probe is already running on this host; wait for it to finish")
+        self._cancelled = False
         try:
             if self.agent.simulated:
                 self._event({"stage": "sim", "preset": probe_sim.preset_for(params),
@@ -70,6 +73,10 @@ class ProbeRunner(object):
         except PermissionError:
             raise AgentError("no_python", "%s is not executable on the host" % python)
         self._proc = proc
+        if self._cancelled:
+            self._kill(proc)
+            self._proc = None
+            raise AgentError("cancelled", "the probe was cancelled")
         stderr = collections.deque(maxlen=40)
         lines = collections.deque()
         got = threading.Condition()
@@ -121,6 +128,8 @@ class ProbeRunner(object):
                     self._event(msg)
                 elif kind in ("result", "error"):
                     outcome = msg
+            if outcome is None and self._cancelled:
+                raise AgentError("cancelled", "the probe was cancelled")
             if outcome is None:
                 readers[1].join(5)
                 last = stderr[-1] if stderr else "it ended without a result"
@@ -144,10 +153,32 @@ class ProbeRunner(object):
         except Exception:
             log.debug('the probe worker did not end within 5 s of its kill', exc_info=True)
 
+    def cancel(self, params=None):
+        """End the running probe, if any (its ``probe.run`` answers ``cancelled``): a probe across nodes is
+        cancelled on every node when one of them fails, so the others do not wait out their rendezvous."""
+        if not self._lock.locked():
+            return {"cancelled": False}
+        self._cancelled = True  # a worker not started yet is ended as soon as it starts
+        proc = self._proc
+        if proc is not None:
+            self._kill(proc)
+        return {"cancelled": True}
+
     def close(self):
         proc = self._proc
         if proc is not None:
             self._kill(proc)
+
+
+def rendezvous_port(params):
+    """A TCP port free on this host now, for a probe across nodes to meet at on this node (node 0): the
+    other nodes' ranks connect to it, so it is bound on every address, as torch's TCPStore binds it."""
+    s = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+    try:
+        s.bind(("", 0))
+        return {"port": s.getsockname()[1]}
+    finally:
+        s.close()
 
 
 def topology(agent, params):
@@ -162,4 +193,5 @@ def topology(agent, params):
 def methods(agent):
     runner = ProbeRunner(agent)
     agent.on_close(runner.close)
-    return {Method.PROBE_RUN: runner.run, Method.PROBE_TOPOLOGY: lambda params: topology(agent, params)}
+    return {Method.PROBE_RUN: runner.run, Method.PROBE_TOPOLOGY: lambda params: topology(agent, params),
+            Method.PROBE_CANCEL: runner.cancel, Method.PROBE_PORT: rendezvous_port}

@@ -46,6 +46,7 @@ def history_record(result: dict, *, host: str | None = None, profile: Profile | 
         "allreduce": {
             "backend": ar.get("backend"), "device": ar.get("device"), "world_size": ar.get("world_size"),
             "nnodes": ar.get("nnodes") or 1,
+            "combine": ar.get("combine"),   # how the ranks' times make one figure per call
             "sizes": [{k: s.get(k) for k in ("tokens", "bytes", "n", "median_ms", "p99_ms", "stable")
                        + (("inter_node_ms",) if "inter_node_ms" in s else ())}
                       for s in ar.get("sizes") or []],

@@ -23,10 +23,12 @@ import ipaddress
 from dataclasses import dataclass
 from typing import Any
 
+from spectui.core.errors import ConnectError
 from spectui.core.profiles.argv import build_argv, build_env
 from spectui.core.profiles.errors import ProfileError
 from spectui.core.profiles.flags import located_error
 from spectui.core.profiles.model import Node, Profile
+from spectui.core.transport.ssh import parse_destination
 
 #: Where the nodes meet when the profile does not say (the port SGLang's own multi-node examples use).
 DEFAULT_DIST_INIT_PORT = 20000
@@ -190,3 +192,30 @@ def check_multinode(profile: Profile) -> list[ProfileError]:
         errors.append(_error(profile, ("dist-init-port", "port"), f"the nodes meet on port {profile.port}, which "
                              "is also the server's HTTP port on rank 0; set 'dist-init-port' to another port"))
     return errors
+
+
+def is_node_host(node: Node, target) -> bool:
+    """Whether ``target`` is how the console reaches ``node``: its name or destination as the profile writes the
+    node's host, or the same [user@]host with the node's ``ssh-port`` (``user@10.0.0.2:2222``)."""
+    if node.host in (target.destination, target.name):
+        return True
+    if target.kind != "ssh" or not target.destination:
+        return False
+    try:
+        user, host, port = parse_destination(target.destination)
+    except ConnectError:
+        return False
+    return node.host == (f"{user}@{host}" if user else host) and node.ssh_port is not None and \
+        (port or target.ssh.port) == node.ssh_port
+
+
+# How torch says a rank lost another (gloo's pair.cc, NCCL's remote error, the store's client socket): a node
+# failing with these failed because another node went first.
+PEER_LOST = ("Connection closed by peer", "remote worker", "Connection reset by peer", "remote process exited",
+             "DistNetworkError", "Broken pipe")
+
+
+def lost_peers(reason: str) -> bool:
+    """Whether a node's failure only says that another node went first (a symptom, not the cause)."""
+    text = reason.lower()
+    return any(words.lower() in text for words in PEER_LOST)

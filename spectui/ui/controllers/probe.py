@@ -6,11 +6,12 @@ loaded. ``p`` (or the palette's "Run verify-cost probe") probes the highlighted 
 demo that reads the simulator's hardware model at once. Each result goes to the history with
 its provenance, and the speculative panel shows its predicted L* beside the measured one.
 
-A multi-node profile (``nodes:``) is probed on its rank 0 host, with the node count in the request: on
-simulated hosts the simulator's multi-node hardware model answers (on the current host when the console
-lacks the node hosts: the model needs none of them). A real probe across nodes would start ranks on every
-node's host together (the agent's ``probe.run`` takes ``nnodes``, ``node_rank`` and ``dist_init_addr``),
-which the console does not do yet: ``p`` says so, and predicts nothing.
+A multi-node profile (``nodes:``) is probed with the node count in the request. On simulated hosts its
+rank 0 host answers from the simulator's multi-node hardware model (on the current host when the console
+lacks the node hosts: the model needs none of them). On real hosts every node's agent starts its ranks
+together and they meet over torch.distributed's TCP store on node 0 (``core.probe.nodes``): the console
+needs every node's host connected, confirms once with each node's ranks and GPUs, and saves node 0's
+result under the rank 0 host.
 """
 
 from __future__ import annotations
@@ -19,7 +20,7 @@ import sqlite3
 
 from spectui.agent.protocol import ServerState
 from spectui.core.bench.runs import host_label
-from spectui.core.errors import Disconnected, SpectuiError
+from spectui.core.errors import SpectuiError
 from spectui.core.history import HistoryStore
 from spectui.core.probe import (
     PredictionError,
@@ -31,9 +32,11 @@ from spectui.core.probe import (
     probe_params,
     run_probe,
 )
+from spectui.core.probe.nodes import ProbeNode, run_probe_nodes
 from spectui.core.probe.predict import node_count, spread_text
 from spectui.core.probe.run import progress_text
 from spectui.core.profiles import Profile
+from spectui.core.settings import Settings
 from spectui.ui.controllers.base import Controller, worker
 from spectui.ui.fleet import FleetHost, node_hosts
 from spectui.ui.screens.confirm import ConfirmScreen
@@ -62,8 +65,11 @@ def plain_decode_step(runs: list[dict], host: str) -> tuple[float, str] | None:
 class ProbeController(Controller):
     """The console's probe: the header's interconnect line, ``p``, and each profile's latest probe."""
 
-    def __init__(self, app) -> None:
+    def __init__(self, app, settings: Settings | None = None) -> None:
         super().__init__(app)
+        # the settings file's probe.backend / probe.device (gloo on cpu rehearses on hosts without GPUs)
+        self.options = ProbeOptions(backend=(settings and settings.probe_backend) or "auto",
+                                    device=(settings and settings.probe_device) or "auto")
         self.interconnect: str | None = None
         self.probes: dict[str, dict] = {}       # profile -> its latest probe record (with its history id)
         self._worker = None
@@ -137,8 +143,8 @@ class ProbeController(Controller):
         if self.app.target.simulated:
             self._worker = self._probe(profile)
             return
-        params = probe_params(profile, ProbeOptions(), agent_python=link.session.hello.get("python"))
-        lines = [f"It starts {params['world_size']} torch.distributed ranks with {params['python']} on GPUs "
+        params = probe_params(profile, self.options, agent_python=link.session.hello.get("python"))
+        lines = [f"It starts {params['world_size']} torch.distributed ranks{self._how()} with {params['python']} on GPUs "
                  f"{', '.join(map(str, params['gpus'] or []))} and times all-reduces of {params['model']}'s decode "
                  f"and verify step sizes ({', '.join(map(str, params['tokens']))} tokens; at most "
                  f"{params['timeout_s']:.0f} s).",
@@ -153,20 +159,66 @@ class ProbeController(Controller):
         self.app.push_screen(ConfirmScreen(f"Probe the verify cost of {profile.name}?", lines, yes="Probe"), answered)
 
     def _request_nodes_probe(self, profile: Profile) -> None:
-        """``p`` on a multi-node profile: on its rank 0 host, with the node count in the request."""
+        """``p`` on a multi-node profile: on simulated hosts on rank 0's host, with the node count in the
+        request; on real hosts on every node's host together, after one confirmation."""
         n = len(profile.nodes)
-        rank0 = self._rank0_host(profile)
+        hosts, why = node_hosts(profile, self.app.hosts)
+        rank0 = hosts[0] if hosts else None
         simulated = rank0.target.simulated if rank0 is not None else self.app.target.simulated
-        if not simulated:
-            self.notify(f"A real probe across {n} nodes is not measured yet, so {profile.name} gets no predicted L*: "
-                        "the console does not start the probe's ranks on every node's host together.",
+        if simulated:
+            if rank0 is not None and (rank0.link is None or not rank0.link.connected):
+                self.notify(f"{profile.name} is probed on its rank 0 host, {rank0.label}, which is not connected: "
+                            "wait for it, then p again.", severity="warning")
+                return
+            self._worker = self._probe(profile, rank0)
+            return
+        if hosts is None:
+            self.notify(f"A probe of {profile.name} starts ranks on each of its {n} nodes together: {why}.",
                         severity="warning", timeout=15)
             return
-        if rank0 is not None and (rank0.link is None or not rank0.link.connected):
-            self.notify(f"{profile.name} is probed on its rank 0 host, {rank0.label}, which is not connected: wait "
-                        "for it, then p again.", severity="warning")
+        down = [h.label for h in hosts if h.link is None or not h.link.connected]
+        if down:
+            self.notify(f"A probe of {profile.name} needs all its {n} nodes connected, and {', '.join(down)} "
+                        f"{'is' if len(down) == 1 else 'are'} not: wait for {'it' if len(down) == 1 else 'them'}, "
+                        "then p again.", severity="warning")
             return
-        self._worker = self._probe(profile, rank0)
+        nodes = self._probe_nodes(profile, hosts)
+        first = nodes[0].params
+        lines = [f"It starts {first['world_size']} torch.distributed ranks{self._how()} over {n} nodes, "
+                 f"{first['world_size'] // n} on each, and times all-reduces of {first['model']}'s decode and verify "
+                 f"step sizes ({', '.join(map(str, first['tokens']))} tokens; at most {first['timeout_s']:.0f} s):"]
+        for rank, node in enumerate(nodes):
+            lines.append(f"  node {rank} on {node.label}: GPUs {', '.join(map(str, node.params['gpus'] or []))} "
+                         f"with {node.params['python']}")
+        lines += [f"The ranks meet at {profile.nodes[0].dist_address} on a port free there now: the other nodes "
+                  "must reach it.",
+                  "Servers running on these GPUs slow the measurement and may run out of memory: stop them first "
+                  "for clean figures.",
+                  "The result is saved to the history under the rank 0 host."]
+
+        def answered(yes: bool | None) -> None:
+            if yes and self._worker is None:
+                self._worker = self._probe_across(profile, nodes)
+
+        self.app.push_screen(ConfirmScreen(f"Probe the verify cost of {profile.name} across {n} nodes?", lines,
+                                           yes="Probe"), answered)
+
+    def _how(self) -> str:
+        """The backend and device the settings file asks for, where it asks."""
+        o = self.options
+        if o.backend == "auto" and o.device == "auto":
+            return ""
+        return f" ({o.backend} on {o.device}, from the settings file's probe section)"
+
+    def _probe_nodes(self, profile: Profile, hosts: list[FleetHost]) -> list[ProbeNode]:
+        """Each node's host, session and ``probe.run`` request (its own profile, its agent's Python)."""
+        out = []
+        for host in hosts:
+            session = host.link.session
+            own = host.library.profiles.get(profile.name, profile)
+            params = probe_params(own, self.options, agent_python=session.hello.get("python"))
+            out.append(ProbeNode(label=target_label(host.target), session=session, params=params))
+        return out
 
     def _probe_progress(self, name: str, d: dict) -> None:
         self.app.set_activity("probe", f"probe {name}: {progress_text(d)}")
@@ -188,41 +240,57 @@ class ProbeController(Controller):
 
     @worker(group="probe", exclusive=True)
     async def _probe(self, profile: Profile, host: FleetHost | None = None) -> None:
-        """Probe ``profile`` on this host, or on ``host`` (a multi-node profile's rank 0 host)."""
+        """Probe ``profile`` on this host, or on ``host`` (a multi-node profile's rank 0 host, simulated)."""
         session = (host.link if host is not None else self.link).session
         probed = host.library.profiles.get(profile.name, profile) if host is not None else profile
         self.app.set_activity("probe", f"probe {profile.name}: starting")
         try:
-            params = probe_params(probed, ProbeOptions(), agent_python=session.hello.get("python"))
+            params = probe_params(probed, self.options, agent_python=session.hello.get("python"))
             result = await run_probe(session, params, on_progress=lambda d: self._probe_progress(profile.name, d))
-            decode = None
-            if not (result.get("modelled") or {}).get("decode_step_ms"):
-                decode = self._decode_step(session, profile)
-            costs = StepCosts.from_result(result, decode_step_ms=decode[0] if decode else None,
-                                          source=f"decode step from {decode[1]}" if decode else None)
-            record = history_record(result, host=host_label(session), profile=profile, costs=costs)
-            pid = HistoryStore().save_probe(record)
-            self.probes[profile.name] = dict(record, id=pid)
-            row = record.get("profile_l_star")
-            if row is None:
-                text = f"{profile.name} has no speculative decoding: nothing to break even"
-            elif row.get("predicted") is None:
-                text = (f"{profile.name}: +{row['extra_comm_ms']:.2f} ms all-reduce per verify step; L* needs the "
-                        f"plain decode step time (run a plain profile at one request here, then p again)")
-            else:
-                text = f"{profile.name}: predicted L* {row['predicted']:.2f}"
-                if row.get("comm_only") is not None:
-                    text += f" (communication-only lower bound {row['comm_only']:.2f})"
-            if row is not None and node_count(result) > 1:
-                text = text.replace(f"{profile.name}: ", f"{profile.name}, {spread_text(result)}: ", 1)
-                if row.get("verify_inter_node_ms") is not None:
-                    text += (f"; {row['verify_inter_node_ms']:.2f} ms of the verify step's {row['verify_comm_ms']:.2f} ms "
-                             f"all-reduce is between nodes")
-            self.notify(f"{text}; saved as probe {pid}.", title="Verify-cost probe", timeout=12)
-        except Disconnected as exc:
-            self.notify(f"Probe {profile.name}: {exc}", severity="error", timeout=15)
+            self._finish(profile, session, result)
         except (SpectuiError, PredictionError, OSError, sqlite3.Error) as exc:
             self.notify(f"Probe {profile.name}: {exc}", severity="error", timeout=15)
         finally:
             self._worker = None
             self.app.set_activity("probe", None)
+
+    @worker(group="probe", exclusive=True)
+    async def _probe_across(self, profile: Profile, nodes: list[ProbeNode]) -> None:
+        """Probe a multi-node profile on real hosts: every node's ranks together, node 0's result kept."""
+        self.app.set_activity("probe", f"probe {profile.name}: starting on {len(nodes)} nodes")
+        try:
+            result = await run_probe_nodes(nodes, profile.nodes[0].dist_address,
+                                           on_progress=lambda d: self._probe_progress(profile.name, d))
+            self._finish(profile, nodes[0].session, result)
+        except (SpectuiError, PredictionError, OSError, sqlite3.Error) as exc:
+            self.notify(f"Probe {profile.name} across {len(nodes)} nodes: {exc}", severity="error", timeout=20)
+        finally:
+            self._worker = None
+            self.app.set_activity("probe", None)
+
+    def _finish(self, profile: Profile, session, result: dict) -> None:
+        """Predict from a probe's result, save it to the history under ``session``'s host, and say what came out."""
+        decode = None
+        if not (result.get("modelled") or {}).get("decode_step_ms"):
+            decode = self._decode_step(session, profile)
+        costs = StepCosts.from_result(result, decode_step_ms=decode[0] if decode else None,
+                                      source=f"decode step from {decode[1]}" if decode else None)
+        record = history_record(result, host=host_label(session), profile=profile, costs=costs)
+        pid = HistoryStore().save_probe(record)
+        self.probes[profile.name] = dict(record, id=pid)
+        row = record.get("profile_l_star")
+        if row is None:
+            text = f"{profile.name} has no speculative decoding: nothing to break even"
+        elif row.get("predicted") is None:
+            text = (f"{profile.name}: +{row['extra_comm_ms']:.2f} ms all-reduce per verify step; L* needs the "
+                    f"plain decode step time (run a plain profile at one request here, then p again)")
+        else:
+            text = f"{profile.name}: predicted L* {row['predicted']:.2f}"
+            if row.get("comm_only") is not None:
+                text += f" (communication-only lower bound {row['comm_only']:.2f})"
+        if row is not None and node_count(result) > 1:
+            text = text.replace(f"{profile.name}: ", f"{profile.name}, {spread_text(result)}: ", 1)
+            if row.get("verify_inter_node_ms") is not None:
+                text += (f"; {row['verify_inter_node_ms']:.2f} ms of the verify step's {row['verify_comm_ms']:.2f} ms "
+                         f"all-reduce is between nodes")
+        self.notify(f"{text}; saved as probe {pid}.", title="Verify-cost probe", timeout=12)

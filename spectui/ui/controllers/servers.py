@@ -23,7 +23,7 @@ from spectui.agent.protocol import DOWN_STATES, ServerState
 from spectui.core.errors import SpectuiError
 from spectui.core.flagcheck import check_on_host
 from spectui.core.profiles import Profile
-from spectui.core.profiles.multinode import node_profile
+from spectui.core.profiles.multinode import lost_peers, node_profile
 from spectui.core.server_describe import (
     ORIGIN_TEXT,
     command_text,
@@ -43,10 +43,6 @@ from spectui.ui.screens.confirm import ConfirmScreen
 STOP_GRACE_S = 20.0
 PROCESS_COMMAND_CHARS = 64  # a process's command in a confirmation: one line each, so a TP 8 server fits
 LIVE = snapshots.LIVE
-# How torch says a rank lost another (gloo's pair.cc, NCCL's remote error, the store's client socket): a node
-# failing with these failed because another node went first
-PEER_LOST = ("Connection closed by peer", "remote worker", "Connection reset by peer", "remote process exited",
-             "DistNetworkError")
 
 
 def plan_lines(plan: dict, purpose: str) -> list[str]:
@@ -308,7 +304,7 @@ class ServersController(Controller):
             r = f[2]
             ended = (r["server"].get("ended_at") or float("inf")) if isinstance(r, dict) and r.get("server") \
                 else float("inf")
-            return any(words in reason_of(r) for words in PEER_LOST), ended
+            return lost_peers(reason_of(r)), ended
 
         rank, host, r = min(failed, key=cause_first)
         reason = reason_of(r)
