@@ -241,6 +241,14 @@ async def test_a_node_that_fails_stops_every_node_and_says_which(ui_env):
             assert app.servers.switch_errors["duo"].startswith("node 1 on demo-2: ")
             assert server_state_on(app.hosts[1], "duo") == "failed"
             assert server_state_on(app.hosts[0], "duo") in ("stopped", "failed", "crashed")
+            # the failed node's own last log lines, as its host wrote them, in the notification
+            logs = [p for p in state2.rglob("*.log") if "duo" in p.name]
+            assert len(logs) == 1, logs
+            written = [line for line in logs[0].read_text().splitlines() if line.strip()][-6:]
+            assert any("OutOfMemoryError" in line or "out of memory" in line for line in written), written
+            said = [n.message for n in app._notifications if "every node was stopped" in n.message]
+            assert said and said[-1].splitlines()[1:] == ["The last lines of node 1's log on demo-2:"] + \
+                [line[:159] + "…" if len(line) > 160 else line for line in written]
             app.quit_console()
             await wait_for(pilot, lambda: app.exit_note is not None, 60, "quitting")
     finally:

@@ -21,6 +21,7 @@ from collections.abc import Awaitable, Callable
 
 from spectui.agent.protocol import DOWN_STATES, ServerState
 from spectui.core.errors import SpectuiError
+from spectui.core.textsafe import one_line
 from spectui.core.flagcheck import check_on_host
 from spectui.core.profiles import Profile
 from spectui.core.profiles.multinode import lost_peers, node_profile
@@ -43,6 +44,8 @@ from spectui.ui.screens.confirm import ConfirmScreen
 STOP_GRACE_S = 20.0
 PROCESS_COMMAND_CHARS = 64  # a process's command in a confirmation: one line each, so a TP 8 server fits
 LIVE = snapshots.LIVE
+FAILED_LOG_LINES = 6    # a failed node's last log lines in the failure's notification
+FAILED_LOG_CHARS = 160
 
 
 def plan_lines(plan: dict, purpose: str) -> list[str]:
@@ -277,8 +280,13 @@ class ServersController(Controller):
                 return
             self.switch_errors[profile.name] = server.get("reason") or "it did not start"
             rank, label = result.get("failed_node") or (0, nodes[0][0].label)
-            self.notify(f"{profile.name}: {self.switch_errors[profile.name]}; every node was stopped (its log is on "
-                        f"{label}'s dashboard).", severity="error", timeout=30)
+            tail = result.get("failed_log") or []
+            said = f"{profile.name}: {self.switch_errors[profile.name]}; every node was stopped."
+            if tail:
+                said += f"\nThe last lines of node {rank}'s log on {label}:\n" + "\n".join(tail)
+            else:
+                said += f" Its log is on {label}'s dashboard."
+            self.notify(said, severity="error", timeout=30)
 
         await self._busy_with(f"starting {profile.name} on {len(nodes)} nodes", run, refused="Start refused")
 
@@ -311,7 +319,19 @@ class ServersController(Controller):
         first = results[0] if isinstance(results[0], dict) else {}
         return {**first, "server": {**(first.get("server") or {}), "name": profile.name, "state": ServerState.FAILED,
                                     "reason": f"node {rank} on {host.label}: {reason}"},
-                "failed_node": (rank, host.label)}
+                "failed_node": (rank, host.label), "failed_log": await self._log_tail(host, profile.name)}
+
+    async def _log_tail(self, host: FleetHost, name: str) -> list[str]:
+        """The last lines of ``name``'s log on ``host`` (a failed node's own words), each one line and cut to fit a
+        notification; none when the host cannot give them."""
+        if host.link is None or not host.link.connected:
+            return []
+        try:
+            answer = await host.link.control().logs(name, lines=FAILED_LOG_LINES * 4)  # blank ones are left out
+        except (SpectuiError, OSError, asyncio.TimeoutError):
+            return []
+        lines = [one_line(line) for line in answer.get("lines") or [] if line.strip()][-FAILED_LOG_LINES:]
+        return [line if len(line) <= FAILED_LOG_CHARS else line[:FAILED_LOG_CHARS - 1] + "…" for line in lines]
 
     async def compare_switch(self, profile: Profile) -> dict:
         """A comparison's switch (``run_comparison(switch=...)``): a multi-node profile on every node's host at
