@@ -264,8 +264,8 @@ async def test_a_nohup_server_and_a_detached_one(state_dir, tmp_path):
     s = await open_session(HostTarget.demo(str(state_dir)))
     s2 = None
     try:
-        a = await listed(s, "ext-%d" % port_a, timeout=60.0)  # two rank processes to start on a busy machine
-        b = await listed(s, "ext-%d" % port_b)
+        # each has two rank processes to start on a busy machine
+        a, b = [await listed(s, "ext-%d" % port, timeout=60.0) for port in (port_a, port_b)]
         assert a["pid"] == leader_a and b["pid"] == detached.pid
         assert a["started_by"] == {"kind": "nohup", "text": "nohup, output to %s" % log}
         assert a["log_source"]["kind"] == "file" and a["log_path"] == str(log)
