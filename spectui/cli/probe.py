@@ -53,7 +53,9 @@ def register(sub: argparse._SubParsersAction) -> None:
         "probe", help="measure the all-reduce cost of decode and verify steps, and predict the break-even L*",
         description="Measure all-reduce latency across a profile's tensor-parallel GPUs at the message sizes of "
                     "decode and verify steps, read the GPU topology, and predict the accept length speculative "
-                    "decoding needs to break even. Runs with the profile's Python (the SGLang venv, with torch).")
+                    "decoding needs to break even. Runs with the profile's Python (the SGLang venv, with torch). "
+                    "A profile with nodes is probed on all of them together: --host names any one of them, and "
+                    "the others are reached with the same SSH options.")
     add_host_options(p)
     p.add_argument("--profile", metavar="P", help=f"the profile whose model, GPUs and tensor-parallel size to probe "
                                                   f"(default on --demo: {DEMO_PROFILE})")
@@ -253,6 +255,7 @@ def render_text(report: dict) -> str:
     else:
         lines.append(f"probe      {report['host']}: measured with torch {prov.get('torch')}, {prov['backend']} on "
                      f"{prov['device']}, {prov['world_size']} ranks"
+                     + (f" over {len(prov['hosts'])} nodes ({', '.join(prov['hosts'])})" if prov.get("hosts") else "")
                      + (f", NCCL {prov['nccl']}" if prov.get("nccl") else "")
                      + f" ({prov.get('duration_s', 0):.1f} s, {prov.get('python')})")
     topo = r.get("topology") or {}

@@ -201,6 +201,7 @@ def test_cli_probe_of_a_multi_node_profile_runs_on_every_node(sshd, other_sshd, 
     import json
 
     from spectui.cli.main import main
+    from spectui.cli.probe import render_text
 
     profiles = write_duo_profile(tmp_path / "profiles", sshd, other_sshd, tiny_model)
     words = cli_words(tmp_path, [sshd, other_sshd], profiles)
@@ -215,6 +216,9 @@ def test_cli_probe_of_a_multi_node_profile_runs_on_every_node(sshd, other_sshd, 
     assert prov["hosts"] == [sshd.dest, other_sshd.dest] and prov["nnodes"] == 2 and prov["node_rank"] == 0
     assert [s["tokens"] for s in report["result"]["allreduce"]["sizes"]] == [1, 4, 8]   # NGRAM's 8 added
     assert "probe: starting 2 of 4 ranks on node 0 of 2 (gloo on cpu, meeting at 127.0.0.1:" in out.err
+    first = render_text(report).splitlines()[0]
+    assert first.startswith(f"probe      {sshd.dest}: measured with torch ")
+    assert f", gloo on cpu, 4 ranks over 2 nodes ({sshd.dest}, {other_sshd.dest}) (" in first
     # a host that is not one of the nodes: one sentence
     code = main(["probe", "--host", "root@127.0.0.1:1", *words, "--profile", "duo"])
     err = capsys.readouterr().err
