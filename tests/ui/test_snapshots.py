@@ -77,6 +77,8 @@ def log_fetched(app) -> bool:
 async def steady(pilot) -> None:
     """Until two drawings a moment apart are the same (what loads after a key, and scrolls, has settled)."""
     app = pilot.app
+    for box in app.screen.query(Input):
+        box.cursor_blink = False  # its cursor shown steadily: a blink caught off on a slow machine is no change
     deadline = time.monotonic() + 60
     before = app.export_screenshot()
     while True:
