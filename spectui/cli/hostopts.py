@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import dataclasses
 import getpass
 import shlex
 import sys
@@ -17,6 +18,7 @@ from spectui.core.demo_ports import DemoPorts, plan_demo_ports
 from spectui.core.errors import HostKeyUnknown, KeyPassphraseNeeded
 from spectui.core.paths import demo_state_dir
 from spectui.core.profiles import ProfileLibrary
+from spectui.core.profiles.multinode import is_node_host
 from spectui.core.session import HostTarget
 from spectui.core.settings import Settings, load_settings
 from spectui.core.transport.ssh import SshOptions
@@ -232,3 +234,41 @@ def run_with_passphrase_prompt(target: HostTarget, fn):
             raise
         target.ssh.passphrase = getpass.getpass("Passphrase for your SSH key: ")
         return asyncio.run(fn(target))
+
+
+def node_destination(node) -> str:
+    """How the command line names a node's host: its SSH host, with its ``ssh-port``."""
+    return f"{node.host}:{node.ssh_port}" if node.ssh_port else node.host
+
+
+class NodeHostError(Exception):
+    """--host is not one of a multi-node profile's nodes."""
+
+
+def node_targets(args: argparse.Namespace, profile) -> list[HostTarget] | None:
+    """A multi-node profile's hosts, rank 0 first: --host names any one of its nodes, and the others are reached
+    with the same host and SSH options; None for a profile without nodes. NodeHostError when --host is none of
+    them."""
+    if profile is None or not profile.nodes:
+        return None
+    given = target_from_args(args)
+    if given.kind != "ssh" or not any(is_node_host(node, given) for node in profile.nodes):
+        names = ", ".join(node_destination(n) for n in profile.nodes)
+        raise NodeHostError(f"{profile.name} runs on {len(profile.nodes)} nodes ({names}), and --host "
+                            f"{args.destination} is not one of them: give one of them, and spectui reaches all of them")
+    targets = []
+    for node in profile.nodes:
+        t = target_from_args(args) if is_node_host(node, given) else \
+            dataclasses.replace(given, destination=node_destination(node), ssh=dataclasses.replace(given.ssh))
+        targets.append(t)
+    return targets
+
+
+def run_on_nodes(targets: list[HostTarget], fn):
+    """``fn(targets)`` with :func:`run_with_passphrase_prompt`: a passphrase asked for once serves every node."""
+    def across(first: HostTarget):
+        for t in targets[1:]:
+            if t.ssh is not None and first.ssh is not None:
+                t.ssh.passphrase = first.ssh.passphrase
+        return fn([first, *targets[1:]])
+    return run_with_passphrase_prompt(targets[0], across)

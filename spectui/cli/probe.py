@@ -4,12 +4,19 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import dataclasses
 import json
 import sqlite3
 import sys
 
-from spectui.cli.hostopts import add_host_options, explain_connect_error, run_with_passphrase_prompt, target_from_args
+from spectui.cli.hostopts import (
+    NodeHostError,
+    add_host_options,
+    explain_connect_error,
+    node_targets,
+    run_on_nodes,
+    run_with_passphrase_prompt,
+    target_from_args,
+)
 from spectui.core.errors import SpectuiError
 from spectui.core.history import HistoryStore
 from spectui.core.probe import (
@@ -23,7 +30,6 @@ from spectui.core.probe import (
     run_probe,
 )
 from spectui.core.probe.nodes import ProbeNode, run_probe_nodes
-from spectui.core.profiles.multinode import is_node_host
 from spectui.core.probe.predict import DEFAULT_TOKENS, PredictionError
 from spectui.core.probe.run import progress_text
 from spectui.core.probe.request import DEFAULT_ITERS, DEFAULT_MAX_SECONDS, DEFAULT_WARMUP
@@ -120,29 +126,6 @@ class _Progress:
         self.stream.flush()
 
 
-def node_destination(node) -> str:
-    """How the command line names a node's host: its SSH host, with its ``ssh-port``."""
-    return f"{node.host}:{node.ssh_port}" if node.ssh_port else node.host
-
-
-def node_targets(args: argparse.Namespace, profile) -> list[HostTarget] | None:
-    """A multi-node profile's hosts, rank 0 first, reached with the command line's SSH options, when the probe runs
-    on every node (real hosts); None on a simulated host, which answers for all nodes from its hardware model."""
-    if profile is None or not profile.nodes or args.demo or args.sim:
-        return None
-    given = target_from_args(args)
-    if given.kind != "ssh" or not any(is_node_host(node, given) for node in profile.nodes):
-        names = ", ".join(node_destination(n) for n in profile.nodes)
-        raise UsageError(f"{profile.name} runs on {len(profile.nodes)} nodes ({names}), and --host {args.destination} "
-                         f"is not one of them: give one of them, and the probe runs on all of them together")
-    targets = []
-    for node in profile.nodes:
-        t = target_from_args(args) if is_node_host(node, given) else \
-            dataclasses.replace(given, destination=node_destination(node), ssh=dataclasses.replace(given.ssh))
-        targets.append(t)
-    return targets
-
-
 async def gather_nodes(targets: list[HostTarget], profile, opts: ProbeOptions) -> tuple[dict, str]:
     """The probe across a multi-node profile's hosts: every node's ranks together, node 0's result."""
     sessions = []
@@ -188,13 +171,9 @@ def build_report(result: dict, profile, args: argparse.Namespace, host: str) -> 
 def run(args: argparse.Namespace) -> int:
     try:
         profile = _profile(args)
-        nodes = node_targets(args, profile)
+        nodes = node_targets(args, profile) if not (args.demo or args.sim) else None
         if nodes is not None:
-            def across(first: HostTarget):
-                for t in nodes[1:]:     # the passphrase asked for once serves every node
-                    t.ssh.passphrase = first.ssh.passphrase
-                return gather_nodes([first, *nodes[1:]], profile, options_from_args(args))
-            result, host = run_with_passphrase_prompt(nodes[0], across)
+            result, host = run_on_nodes(nodes, lambda targets: gather_nodes(targets, profile, options_from_args(args)))
         else:
             target = target_from_args(args)
             result, host = run_with_passphrase_prompt(
@@ -202,7 +181,7 @@ def run(args: argparse.Namespace) -> int:
         report = build_report(result, profile, args, host)
         if not args.no_save:
             save_to_history(report["history_record"])
-    except (SpectuiError, ProfileError, PredictionError, UsageError) as exc:
+    except (SpectuiError, ProfileError, PredictionError, UsageError, NodeHostError) as exc:
         if args.json:
             print(json.dumps({"schema": SCHEMA, "error": {"kind": type(exc).__name__,
                                                           "code": getattr(exc, "code", None),

@@ -15,11 +15,13 @@ import time
 
 from spectui.agent.protocol import DOWN_STATES, FINAL_STATES, STOP_GRACE_S, ServerState
 from spectui.cli.fleet import HostAnswer, ask_hosts, host_limit_s, print_answers
-from spectui.cli.hostopts import (add_host_options, demo_profiles, destinations_of, explain_connect_error,
-                                  refuse_on_problems, run_with_passphrase_prompt, target_from_args, targets_from_args)
+from spectui.cli.hostopts import (NodeHostError, add_host_options, demo_profiles, destinations_of,
+                                  explain_connect_error, node_targets, refuse_on_problems, run_on_nodes,
+                                  run_with_passphrase_prompt, target_from_args, targets_from_args)
+from spectui.cli.servers_nodes import start_nodes, stop_nodes
 from spectui.core.errors import AgentCallError, SpectuiError
 from spectui.core.flagcheck import check_on_host
-from spectui.core.profiles import ProfileError, load_profiles
+from spectui.core.profiles import Profile, ProfileError, load_profiles
 from spectui.core.profiles.secret_flags import redact_server_records
 from spectui.cli.confirm import CONFIRMED, DECLINED, ask, count
 from spectui.core.server_describe import describe, holder_lines, plan_lines, started_by_text
@@ -450,14 +452,35 @@ async def _logs(ctl: ServerControl, args: argparse.Namespace) -> int:
     return 0
 
 
+def _nodes_profile(args: argparse.Namespace) -> Profile | None:
+    """The multi-node profile a start or stop names, on hosts reached over SSH (the one demo host has no nodes)."""
+    if args.action not in ("start", "stop") or not getattr(args, "profile", None) or getattr(args, "demo", False):
+        return None
+    library = load_profiles(args.profiles)
+    profile = library.profiles.get(args.profile)
+    if profile is None or not profile.nodes:
+        return None
+    broken = [e for e in library.errors if e.profile == profile.name or e.path == profile.source]
+    if broken:
+        raise broken[0]
+    return profile
+
+
 def run(args: argparse.Namespace) -> int:
     if args.action == "list" and len(destinations_of(args)) > 1:
         answers = ask_hosts(destinations_of(args), targets_from_args(args), list_servers, host_limit_s(args))
         return print_answers(args, answers, schema=LIST_SCHEMA, hosts_schema=HOSTS_LIST_SCHEMA,
                              render=render_hosts_list, command=["servers", "list"])
     try:
+        profile = _nodes_profile(args)
+        if profile is not None:   # every node's host at once
+            fn = start_nodes if args.action == "start" else stop_nodes
+            return run_on_nodes(node_targets(args, profile), lambda targets: fn(args, profile, targets))
         target = target_from_args(args)
         return run_with_passphrase_prompt(target, lambda t: _run(args, t))
+    except NodeHostError as exc:
+        print(f"spectui: {exc}", file=sys.stderr)
+        return 1
     except ProfileError as exc:
         print(f"spectui: {exc}", file=sys.stderr)
         return 1

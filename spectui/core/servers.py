@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import logging
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
@@ -10,8 +11,10 @@ from typing import Any
 
 from spectui.agent.protocol import FINAL_STATES, ORIGINS, SERVER_STATES, STOP_GRACE_S, Event as WireEvent, Method
 from spectui.core.profiles import Profile, ProfileError, build_argv, build_env, format_command
+from spectui.core.errors import SpectuiError
 from spectui.core.rpc import Event
 from spectui.core.session import Session
+from spectui.core.textsafe import one_line
 
 log = logging.getLogger(__name__)
 
@@ -92,9 +95,10 @@ def start_params(profile: Profile, session: Session, *, force: bool = False) -> 
     if profile.nodes:
         hosts = " ".join(n.host for n in profile.nodes)
         raise ProfileError(f"{profile.name} runs on {len(profile.nodes)} nodes ({', '.join(n.host for n in profile.nodes)}); "
-                           f"this starts single-host servers only: start it from a console on its nodes (`spectui "
-                           f"connect {hosts}`), or launch it with `spectui profiles render {profile.name} --for "
-                           f"slurm|lws|shell`", profile=profile.name)
+                           f"this starts single-host servers only: `spectui servers start {profile.name} --host "
+                           f"{profile.nodes[0].host}` starts every node at once, a console on its nodes (`spectui "
+                           f"connect {hosts}`) switches to it, or launch it with `spectui profiles render "
+                           f"{profile.name} --for slurm|lws|shell`", profile=profile.name)
     simulated = session.target.simulated
     python = session.hello.get("python") if simulated else None
     argv = build_argv(profile, simulated=simulated, python=python)
@@ -210,3 +214,18 @@ class ServerControl:
     def on_events(self, fn: Callable[[Event], None]) -> Callable[[], None]:
         """Listen to ``server`` (state changes) and ``switch`` (stages) events."""
         return self.session.client.add_listener(lambda ev: fn(ev) if ev.name in (WireEvent.SERVER, WireEvent.SWITCH) else None)
+
+
+FAILED_LOG_LINES = 6    # a failed node's last log lines, in what says it failed
+FAILED_LOG_CHARS = 160
+
+
+async def failed_log_tail(ctl: ServerControl, name: str) -> list[str]:
+    """The last non-blank lines of ``name``'s log on ``ctl``'s host (a failed node's own words), each made one
+    visible line and cut to fit; none when the host cannot give them."""
+    try:
+        answer = await ctl.logs(name, lines=FAILED_LOG_LINES * 4)  # blank ones are left out
+    except (SpectuiError, OSError, asyncio.TimeoutError):
+        return []
+    lines = [one_line(line) for line in answer.get("lines") or [] if line.strip()][-FAILED_LOG_LINES:]
+    return [line if len(line) <= FAILED_LOG_CHARS else line[:FAILED_LOG_CHARS - 1] + "…" for line in lines]

@@ -225,8 +225,8 @@ def test_cli_probe_of_a_multi_node_profile_runs_on_every_node(sshd, other_sshd, 
     assert code == 1
     assert err.strip().splitlines() == [
         f"spectui: duo runs on 2 nodes ({sshd.user}@127.0.0.1:{sshd.port}, {other_sshd.user}@127.0.0.1:"
-        f"{other_sshd.port}), and --host root@127.0.0.1:1 is not one of them: give one of them, and the probe runs "
-        "on all of them together"]
+        f"{other_sshd.port}), and --host root@127.0.0.1:1 is not one of them: give one of them, and spectui reaches "
+        "all of them"]
 
 
 class ScriptedClient:

@@ -42,15 +42,20 @@ def fingerprint(pub: Path) -> str:
 
 
 class LoopbackSshd:
-    def __init__(self, root: Path):
+    def __init__(self, root: Path, *, home: Path | None = None):
+        """``home``: the HOME of sessions on this sshd (through authorized_keys' ``environment=``), so that
+        several sshd on this machine are hosts with folders of their own (an agent's default state folder is
+        ``~/.cache/spectui``)."""
         self.root = Path(root)
+        self.home = home
         self.root.mkdir(parents=True, exist_ok=True)
         self.port = free_port()
         self.user = getpass.getuser()
         self.host_key = keygen(self.root / "ssh_host_ed25519_key", "host")
         self.client_key = keygen(self.root / "id_client", "client")
         self.other_key = keygen(self.root / "id_other", "not-authorized")
-        (self.root / "authorized_keys").write_text((self.root / "id_client.pub").read_text())
+        options = f'environment="HOME={home}" ' if home is not None else ""
+        (self.root / "authorized_keys").write_text(options + (self.root / "id_client.pub").read_text())
         os.chmod(self.root / "authorized_keys", 0o600)
         self.config = self.root / "sshd_config"
         self.config.write_text("\n".join([
@@ -68,6 +73,7 @@ class LoopbackSshd:
             "AllowTcpForwarding yes",
             "LogLevel ERROR",
             "MaxStartups 50",
+            "PermitUserEnvironment yes" if home is not None else "",
             "",
         ]))
         # The client side: an empty SSH config and an empty known_hosts.

@@ -23,6 +23,7 @@ import ipaddress
 from dataclasses import dataclass
 from typing import Any
 
+from spectui.agent.protocol import ServerState
 from spectui.core.errors import ConnectError
 from spectui.core.profiles.argv import build_argv, build_env
 from spectui.core.profiles.errors import ProfileError
@@ -219,3 +220,27 @@ def lost_peers(reason: str) -> bool:
     """Whether a node's failure only says that another node went first (a symptom, not the cause)."""
     text = reason.lower()
     return any(words.lower() in text for words in PEER_LOST)
+
+
+def node_failure(results: list, ok=lambda server: server.get("state") == ServerState.READY) -> tuple[int, str] | None:
+    """Of each node's answer to its start, rank 0 first (``{"server": {...}}``, or the exception it raised), the
+    node that failed by its own cause and why; None when every node is ``ok``. A node that lost its peers failed
+    because another went: torch's words for that come last, then the node that ended first (each host's agent
+    notices on its own clock, so time alone cannot say)."""
+    def reason_of(r) -> str:
+        return str(r) if isinstance(r, BaseException) else \
+            (r["server"].get("reason") or r["server"].get("state") or "it did not start")
+
+    failed = [(rank, r) for rank, r in enumerate(results)
+              if isinstance(r, BaseException) or not ok((r or {}).get("server") or {})]
+    if not failed:
+        return None
+
+    def cause_first(f) -> tuple:
+        r = f[1]
+        ended = (r["server"].get("ended_at") or float("inf")) if isinstance(r, dict) and r.get("server") \
+            else float("inf")
+        return lost_peers(reason_of(r)), ended
+
+    rank, r = min(failed, key=cause_first)
+    return rank, reason_of(r)

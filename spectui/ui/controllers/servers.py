@@ -21,10 +21,9 @@ from collections.abc import Awaitable, Callable
 
 from spectui.agent.protocol import DOWN_STATES, ServerState
 from spectui.core.errors import SpectuiError
-from spectui.core.textsafe import one_line
 from spectui.core.flagcheck import check_on_host
 from spectui.core.profiles import Profile
-from spectui.core.profiles.multinode import lost_peers, node_profile
+from spectui.core.profiles.multinode import node_failure, node_profile
 from spectui.core.server_describe import (
     ORIGIN_TEXT,
     command_text,
@@ -34,7 +33,7 @@ from spectui.core.server_describe import (
     origin_of,
     process_command,
 )
-from spectui.core.servers import confirmed_processes, is_external, launch_command
+from spectui.core.servers import confirmed_processes, failed_log_tail, is_external, launch_command
 from spectui.ui import derive, snapshots
 from spectui.ui.controllers.base import Controller, worker
 from spectui.ui.fleet import FleetHost, node_hosts
@@ -44,8 +43,6 @@ from spectui.ui.screens.confirm import ConfirmScreen
 STOP_GRACE_S = 20.0
 PROCESS_COMMAND_CHARS = 64  # a process's command in a confirmation: one line each, so a TP 8 server fits
 LIVE = snapshots.LIVE
-FAILED_LOG_LINES = 6    # a failed node's last log lines in the failure's notification
-FAILED_LOG_CHARS = 160
 
 
 def plan_lines(plan: dict, purpose: str) -> list[str]:
@@ -296,42 +293,22 @@ class ServersController(Controller):
         ended first (the root cause: the others fail because it went, as torch's "Connection closed by peer"
         on rank 0 says) and ``failed_node`` giving its rank and host."""
         results = await asyncio.gather(*(h.link.switch_to(p) for h, p in nodes), return_exceptions=True)
-        failed = [(rank, h, r) for rank, ((h, _), r) in enumerate(zip(nodes, results))
-                  if isinstance(r, BaseException) or ((r or {}).get("server") or {}).get("state") != ServerState.READY]
-        if not failed:
+        failure = node_failure(results)
+        if failure is None:
             return results[0]
         await self._stop_nodes(profile.name, [h for h, _ in nodes])  # one server: all of it, or none
-
-        def reason_of(r) -> str:
-            return str(r) if isinstance(r, BaseException) else \
-                (r["server"].get("reason") or r["server"].get("state") or "it did not start")
-
-        def cause_first(f) -> tuple:
-            # a node that lost its peers failed because another went: torch's words for that come last, then
-            # the node that ended first (each host's agent notices on its own clock, so time alone cannot say)
-            r = f[2]
-            ended = (r["server"].get("ended_at") or float("inf")) if isinstance(r, dict) and r.get("server") \
-                else float("inf")
-            return lost_peers(reason_of(r)), ended
-
-        rank, host, r = min(failed, key=cause_first)
-        reason = reason_of(r)
+        rank, reason = failure
+        host = nodes[rank][0]
         first = results[0] if isinstance(results[0], dict) else {}
         return {**first, "server": {**(first.get("server") or {}), "name": profile.name, "state": ServerState.FAILED,
                                     "reason": f"node {rank} on {host.label}: {reason}"},
                 "failed_node": (rank, host.label), "failed_log": await self._log_tail(host, profile.name)}
 
     async def _log_tail(self, host: FleetHost, name: str) -> list[str]:
-        """The last lines of ``name``'s log on ``host`` (a failed node's own words), each one line and cut to fit a
-        notification; none when the host cannot give them."""
+        """The last lines of ``name``'s log on ``host``: what a failed node said."""
         if host.link is None or not host.link.connected:
             return []
-        try:
-            answer = await host.link.control().logs(name, lines=FAILED_LOG_LINES * 4)  # blank ones are left out
-        except (SpectuiError, OSError, asyncio.TimeoutError):
-            return []
-        lines = [one_line(line) for line in answer.get("lines") or [] if line.strip()][-FAILED_LOG_LINES:]
-        return [line if len(line) <= FAILED_LOG_CHARS else line[:FAILED_LOG_CHARS - 1] + "…" for line in lines]
+        return await failed_log_tail(host.link.control(), name)
 
     async def compare_switch(self, profile: Profile) -> dict:
         """A comparison's switch (``run_comparison(switch=...)``): a multi-node profile on every node's host at
