@@ -111,7 +111,9 @@ async def listed(s, name, state="ready", timeout=30.0):
                 return v
         return None
     v = await until(find, timeout)
-    assert v is not None, (await s.client.call("servers.list"))["servers"]
+    assert v is not None, f"{name} not {state}: " + "; ".join(
+        " ".join(f"{k}={x.get(k)}" for k in ("name", "state", "pid", "port", "reason"))
+        for x in (await s.client.call("servers.list"))["servers"])
     return v
 
 
@@ -256,8 +258,9 @@ async def test_a_nohup_server_and_a_detached_one(state_dir, tmp_path):
     sibling = subprocess.Popen(["sleep", "600"], start_new_session=True)
     r, w = os.pipe()
     reader = subprocess.Popen(["cat"], stdin=r, stdout=subprocess.DEVNULL)
+    # on GPUs of its own: two servers loading at once on the same GPUs fail as SGLang's do ("Not enough memory")
     detached = subprocess.Popen(server_argv(port_b, state_dir), stdin=subprocess.DEVNULL, stdout=w, stderr=w,
-                                env=env, start_new_session=True)
+                                env=dict(env, CUDA_VISIBLE_DEVICES="2,3"), start_new_session=True)
     os.close(r)
     os.close(w)
     leader_a = wait_until(lambda: leader_on(port_a), 20)

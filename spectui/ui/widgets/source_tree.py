@@ -2,12 +2,17 @@
 
 from __future__ import annotations
 
+import time
+
 from rich.text import Text
 from textual.message import Message
 from textual.widgets import Tree
 from textual.widgets.tree import TreeNode
 
 from spectui.core.textsafe import visible
+
+TOP_PATIENCE_S = 20.0  # how long open_at keeps trying to put its node at the top while the tree is laid out
+TOP_STEADY_CHECKS = 3  # ... and how many looks in a row must find it there
 
 
 class FolderRequested(Message):
@@ -58,17 +63,27 @@ class SourceTree(Tree):
         self._top = node
         self.call_after_refresh(self._scroll_to_top)
 
-    def _scroll_to_top(self, tries: int = 30) -> None:
+    def _scroll_to_top(self, until: float | None = None, steady: int = 0) -> None:
         node = self._top
         if node is None:
             return
-        if tries and (node.line < 0 or self.max_scroll_y < node.line):
+        until = time.monotonic() + TOP_PATIENCE_S if until is None else until
+        if time.monotonic() < until and (node.line < 0 or self.max_scroll_y < node.line):
             # not laid out yet, or the column not yet as long as it will be: look again shortly (a busy machine
-            # lays the tree out over several refreshes)
-            self.set_timer(0.1, lambda: self._scroll_to_top(tries - 1))
+            # lays the tree out over several refreshes, seconds apart when it is loaded)
+            self.set_timer(0.1, lambda: self._scroll_to_top(until))
             return
-        if node.line >= 0:
+        if node.line < 0:
+            return
+        if int(self.scroll_offset.y) != node.line:
             self.scroll_to(y=node.line, animate=False, immediate=True)
+            steady = 0
+        else:
+            steady += 1
+        # Tree's own scroll to show the cursor may land after this one on a busy machine (the cursor at the
+        # bottom edge): look again until it has stayed at the top a few times
+        if steady < TOP_STEADY_CHECKS and time.monotonic() < until:
+            self.set_timer(0.15, lambda: self._scroll_to_top(until, steady))
 
     def fit_width(self) -> None:
         """Widen (or narrow) the column to the longest name shown, within the room it has (see the class)."""
