@@ -143,7 +143,8 @@ async def test_stale_record_is_cleaned(profiles_dir, state_dir, demo):
     s2 = await open_session(HostTarget.demo(str(state_dir)))
     try:
         listed = {x["name"]: x for x in await ServerControl(s2).list()}
-        assert listed["alpha"]["state"] == "crashed"
+        assert r["state"] == "ready", r
+        assert listed["alpha"]["state"] == "crashed", (listed["alpha"].get("reason"), listed["alpha"].get("log_tail"))
         assert "no console was watching" in listed["alpha"]["reason"]
     finally:
         await s2.close()

@@ -484,10 +484,11 @@ class ServerManager(object):
                 return dict(view(r), timed_out=True)
             time.sleep(0.1)
 
-    def _saved_before_answer(self, name, within_s=2.0):
+    def _saved_before_answer(self, name, within_s=15.0):
         """A state this agent answers with is on disk too, so that an agent started after this one ends (a
         console that quits as soon as a server is ready) reads it: the monitor saves it at its next tick, which
-        a session that closes at once may not see. Waits at most ``within_s`` for the records' lock."""
+        a session that closes at once may not see. Waits at most ``within_s`` for the records' lock, which a
+        round of finding external servers holds while it reads every process (seconds on a loaded host)."""
         w = self.watches.get(name)
         end = time.monotonic() + within_s
         while w is not None and w.unsaved and time.monotonic() < end:
