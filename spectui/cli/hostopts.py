@@ -19,7 +19,7 @@ from spectui.core.errors import HostKeyUnknown, KeyPassphraseNeeded
 from spectui.core.paths import demo_state_dir
 from spectui.core.profiles import ProfileLibrary
 from spectui.core.profiles.multinode import is_node_host
-from spectui.core.session import HostTarget
+from spectui.core.session import HostTarget, open_session
 from spectui.core.settings import Settings, load_settings
 from spectui.core.transport.ssh import SshOptions
 
@@ -272,3 +272,15 @@ def run_on_nodes(targets: list[HostTarget], fn):
                 t.ssh.passphrase = first.ssh.passphrase
         return fn([first, *targets[1:]])
     return run_with_passphrase_prompt(targets[0], across)
+
+
+async def open_sessions(targets: list[HostTarget]) -> list:
+    """A session on each of ``targets``, opened at once; when one fails, the others are closed and its error
+    raised."""
+    opened = await asyncio.gather(*(open_session(t) for t in targets), return_exceptions=True)
+    failed = [r for r in opened if isinstance(r, BaseException)]
+    if failed:
+        await asyncio.gather(*(s.close() for s in opened if not isinstance(s, BaseException)),
+                             return_exceptions=True)
+        raise failed[0]
+    return list(opened)

@@ -13,6 +13,7 @@ from spectui.cli.hostopts import (
     add_host_options,
     explain_connect_error,
     node_targets,
+    open_sessions,
     run_on_nodes,
     run_with_passphrase_prompt,
     target_from_args,
@@ -128,9 +129,8 @@ class _Progress:
 
 async def gather_nodes(targets: list[HostTarget], profile, opts: ProbeOptions) -> tuple[dict, str]:
     """The probe across a multi-node profile's hosts: every node's ranks together, node 0's result."""
-    sessions = []
+    sessions = await open_sessions(targets)
     try:
-        sessions = list(await asyncio.gather(*(open_session(t) for t in targets)))
         nodes = [ProbeNode(label=t.destination, session=s,
                            params=probe_params(profile, opts, agent_python=s.hello.get("python")))
                  for t, s in zip(targets, sessions)]

@@ -16,26 +16,16 @@ import json
 import sys
 
 from spectui.agent.protocol import DOWN_STATES, LIVE_STATES, STOP_GRACE_S, ServerState
-from spectui.cli.hostopts import refuse_on_problems
+from spectui.cli.hostopts import open_sessions, refuse_on_problems
 from spectui.core.flagcheck import check_on_host
 from spectui.core.profiles import Profile
 from spectui.core.profiles.multinode import node_failure, node_profile
 from spectui.core.profiles.secret_flags import redact_server_records
 from spectui.core.servers import ServerControl, failed_log_tail
-from spectui.core.session import HostTarget, Session, open_session
+from spectui.core.session import HostTarget
 from spectui.core.textsafe import for_stream
 
 SCHEMA = "spectui.servers.nodes/1"
-
-
-async def _sessions(targets: list[HostTarget]) -> list[Session]:
-    opened = await asyncio.gather(*(open_session(t) for t in targets), return_exceptions=True)
-    failed = [(t, r) for t, r in zip(targets, opened) if isinstance(r, BaseException)]
-    if failed:
-        await asyncio.gather(*(s.close() for s in opened if not isinstance(s, BaseException)),
-                             return_exceptions=True)
-        raise failed[0][1]
-    return list(opened)
 
 
 async def _stop_all(ctls: list[ServerControl], name: str, grace_s: float) -> list[BaseException | dict]:
@@ -47,7 +37,7 @@ async def _stop_all(ctls: list[ServerControl], name: str, grace_s: float) -> lis
 
 
 async def start_nodes(args: argparse.Namespace, profile: Profile, targets: list[HostTarget]) -> int:
-    sessions = await _sessions(targets)
+    sessions = await open_sessions(targets)
     labels = [t.destination or t.label for t in targets]
     try:
         ctls = [ServerControl(s) for s in sessions]
@@ -96,7 +86,7 @@ async def start_nodes(args: argparse.Namespace, profile: Profile, targets: list[
 
 
 async def stop_nodes(args: argparse.Namespace, profile: Profile, targets: list[HostTarget]) -> int:
-    sessions = await _sessions(targets)
+    sessions = await open_sessions(targets)
     labels = [t.destination or t.label for t in targets]
     try:
         done = await _stop_all([ServerControl(s) for s in sessions], profile.name, args.grace)

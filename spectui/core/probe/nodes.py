@@ -86,15 +86,19 @@ async def run_probe_nodes(nodes: Sequence[ProbeNode], dist_address: str, *,
     tasks = [asyncio.ensure_future(run_probe(node.session, req, on_progress=on_progress if rank == 0 else None))
              for rank, (node, req) in enumerate(zip(nodes, requests))]
     failed_at: dict[int, int] = {}   # node -> order in which its failure was seen
+
+    def note(finished) -> None:
+        for t in finished:
+            if t.exception() is not None and tasks.index(t) not in failed_at:
+                failed_at[tasks.index(t)] = len(failed_at)
+
     pending = set(tasks)
     grace_until = None               # after a node lost its peers: how long the others may fail by themselves
     try:
         while pending:
             timeout = None if grace_until is None else max(0.0, grace_until - loop.time())
             done, pending = await asyncio.wait(pending, timeout=timeout, return_when=asyncio.FIRST_EXCEPTION)
-            for t in done:
-                if t.exception() is not None and tasks.index(t) not in failed_at:
-                    failed_at[tasks.index(t)] = len(failed_at)
+            note(done)
             if not failed_at or not pending:
                 continue
             causes = [i for i in failed_at if not _is_symptom(tasks[i].exception())]
@@ -105,9 +109,7 @@ async def run_probe_nodes(nodes: Sequence[ProbeNode], dist_address: str, *,
             if causes or loop.time() >= grace_until:
                 await asyncio.gather(*(_cancel_until_done(nodes[tasks.index(t)], t) for t in pending))
                 await asyncio.wait(pending)
-                for t in pending:
-                    if t.exception() is not None and tasks.index(t) not in failed_at:
-                        failed_at[tasks.index(t)] = len(failed_at)
+                note(pending)
                 pending = set()
     finally:
         for t in tasks:
