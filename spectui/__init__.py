@@ -1,6 +1,9 @@
 """spectui: a terminal operator console for SGLang speculative decoding."""
 
+from functools import lru_cache
 
+
+@lru_cache(maxsize=None)
 def _version() -> str:
     """The installed distribution's version (from git tags, see pyproject.toml), else the one written at
     build time, else ``0+unknown`` (a source tree that was never installed)."""
@@ -17,4 +20,9 @@ def _version() -> str:
     return built
 
 
-__version__ = _version()
+def __getattr__(name: str) -> str:
+    # ``spectui.__version__`` is looked up when asked for: importing the package (every simulated TP rank
+    # does) does not read the distribution's metadata.
+    if name == "__version__":
+        return _version()
+    raise AttributeError("module 'spectui' has no attribute %r" % name)

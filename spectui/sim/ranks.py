@@ -15,6 +15,16 @@ import sys
 import time
 from typing import List, Optional, Sequence
 
+# A rank needs the standard library and this package only: it starts without site (``-S``: no .pth
+# files, no site-packages scan), with this package's folder on its path, at a fraction of the CPU.
+# Eight ranks start with every simulated TP-8 server.
+_PACKAGE_PARENT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+
+
+def _rank_env() -> dict:
+    path = [_PACKAGE_PARENT] + [p for p in os.environ.get("PYTHONPATH", "").split(os.pathsep) if p]
+    return dict(os.environ, PYTHONPATH=os.pathsep.join(path))
+
 
 def gpus_for_ranks(tp_size: int, visible: Optional[str], gpu_count: int) -> List[int]:
     """Virtual GPU index of each TP rank: CUDA_VISIBLE_DEVICES maps ranks to GPUs."""
@@ -57,11 +67,11 @@ class RankGroup:
             rank = self.first_rank + local
             name = "sglang::scheduler_TP%d" % rank if self.tp_size > 1 else "sglang::scheduler"
             argv = [
-                sys.executable, "-m", "spectui.sim.rank_worker",
+                sys.executable, "-S", "-m", "spectui.sim.rank_worker",
                 "--state", str(self.state_dir), "--gpu", str(gpu), "--tp-rank", str(rank),
                 "--name", name, "--orphan-timeout", str(self.orphan_timeout),
             ]
-            self.procs.append(subprocess.Popen(argv, stdin=subprocess.PIPE, close_fds=True))
+            self.procs.append(subprocess.Popen(argv, stdin=subprocess.PIPE, close_fds=True, env=_rank_env()))
 
     def set_memory(self, mib: float, rank: Optional[int] = None) -> None:
         if rank is None:
