@@ -16,14 +16,21 @@ import time
 from typing import List, Optional, Sequence
 
 # A rank needs the standard library and this package only: it starts without site (``-S``: no .pth
-# files, no site-packages scan), with this package's folder on its path, at a fraction of the CPU.
-# Eight ranks start with every simulated TP-8 server.
+# files, no site-packages scan), with this package's folder on its path, on less CPU
+# (bench/sim_start_cost.py). Eight ranks start with every simulated TP-8 server.
+RANK_PYTHON_FLAGS = ("-S",)
 _PACKAGE_PARENT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
 
-def _rank_env() -> dict:
+def rank_env() -> dict:
     path = [_PACKAGE_PARENT] + [p for p in os.environ.get("PYTHONPATH", "").split(os.pathsep) if p]
     return dict(os.environ, PYTHONPATH=os.pathsep.join(path))
+
+
+def rank_argv(state_dir: str, gpu: int, rank: int, name: str, orphan_timeout: float) -> List[str]:
+    """The command line of one rank process."""
+    return [sys.executable, *RANK_PYTHON_FLAGS, "-m", "spectui.sim.rank_worker", "--state", str(state_dir),
+            "--gpu", str(gpu), "--tp-rank", str(rank), "--name", name, "--orphan-timeout", str(orphan_timeout)]
 
 
 def gpus_for_ranks(tp_size: int, visible: Optional[str], gpu_count: int) -> List[int]:
@@ -66,12 +73,8 @@ class RankGroup:
         for local, gpu in enumerate(self.gpus):
             rank = self.first_rank + local
             name = "sglang::scheduler_TP%d" % rank if self.tp_size > 1 else "sglang::scheduler"
-            argv = [
-                sys.executable, "-S", "-m", "spectui.sim.rank_worker",
-                "--state", str(self.state_dir), "--gpu", str(gpu), "--tp-rank", str(rank),
-                "--name", name, "--orphan-timeout", str(self.orphan_timeout),
-            ]
-            self.procs.append(subprocess.Popen(argv, stdin=subprocess.PIPE, close_fds=True, env=_rank_env()))
+            argv = rank_argv(self.state_dir, gpu, rank, name, self.orphan_timeout)
+            self.procs.append(subprocess.Popen(argv, stdin=subprocess.PIPE, close_fds=True, env=rank_env()))
 
     def set_memory(self, mib: float, rank: Optional[int] = None) -> None:
         if rank is None:
