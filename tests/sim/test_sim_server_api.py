@@ -85,8 +85,9 @@ def test_generate_non_streaming(server):
 
 
 def test_generate_streaming(server):
+    # sampled at SGLang's default temperature: ignore_eos, or an end-of-sequence token may end it sooner
     events = server.stream("/generate", {"text": "The Mouse", "stream": True,
-                                         "sampling_params": {"max_new_tokens": 30}})
+                                         "sampling_params": {"max_new_tokens": 30, "ignore_eos": True}})
     assert events[-1][1] == "[DONE]"
     chunks = [json.loads(e) for _, e in events[:-1]]
     assert len(chunks) >= 5  # several verify steps, several chunks
@@ -105,6 +106,7 @@ def test_generate_streaming(server):
 
 def test_openai_completions_stream_with_spec_details(server):
     events = server.stream("/v1/completions", {"model": "kimi", "prompt": "Down the Rabbit-Hole", "max_tokens": 20,
+                                               "ignore_eos": True,  # sampled: else it may stop sooner
                                                "stream": True, "return_spec_tokens_details": True,
                                                "stream_options": {"include_usage": True}})
     assert events[-1][1] == "[DONE]"
