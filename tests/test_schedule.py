@@ -3,7 +3,8 @@
 import json
 from types import SimpleNamespace
 
-from tests.support.schedule import RECORD_FLOOR_S, DurationRecorder, longest_first, recorded_durations, unsuffixed
+from tests.support.schedule import (RECORD_FLOOR_S, CpuRecorder, DurationRecorder, busy_seconds, longest_first,
+                                    recorded_durations, unsuffixed)
 
 
 def item(nodeid):
@@ -42,3 +43,29 @@ def test_the_group_suffix_of_loadgroup_is_not_part_of_the_recorded_id():
     assert unsuffixed("tests/a.py::test_x[p-1]@tests/a.py") == "tests/a.py::test_x[p-1]"
     assert unsuffixed("tests/a.py::test_x[me@host]") == "tests/a.py::test_x[me@host]"
     assert unsuffixed("tests/a.py::test_x") == "tests/a.py::test_x"
+
+
+def test_busy_seconds_adds_every_busy_field_of_the_first_line(tmp_path):
+    import os
+    stat = tmp_path / "stat"
+    # user nice system idle iowait irq softirq steal: idle and iowait are not busy
+    stat.write_text("cpu  100 20 30 9000 500 4 6 40 0 0\ncpu0 1 2 3 4 5 6 7 8 0 0\n")
+    assert busy_seconds(str(stat)) == 200 / os.sysconf("SC_CLK_TCK")
+
+
+def test_the_cpu_recorder_writes_each_test_and_the_sums(tmp_path):
+    ticks = iter([10.0, 12.5, 12.5, 13.0])  # busy seconds: 2.5 for the first test, 0.5 for the second
+    clock = iter([0.0, 4.0, 4.0, 5.0])
+    rec = CpuRecorder(tmp_path / "cpu.json", busy=lambda: next(ticks), clock=lambda: next(clock))
+    for nodeid in ("a::waits", "b::computes"):
+        gen = rec.pytest_runtest_protocol(item(nodeid), None)
+        next(gen)
+        try:
+            next(gen)
+        except StopIteration:
+            pass
+    rec.pytest_sessionfinish(None)
+    out = json.loads((tmp_path / "cpu.json").read_text())
+    assert out["totals"] == {"tests": 2, "cpu_s": 3.0, "wall_s": 5.0}
+    assert list(out["tests"]) == ["a::waits", "b::computes"]
+    assert out["tests"]["a::waits"] == {"cpu_s": 2.5, "wall_s": 4.0}

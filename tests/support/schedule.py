@@ -9,11 +9,19 @@ order after those. Refresh it with a run of the whole suite:
     python3 -m pytest -q -n 4 --dist loadgroup --record-durations
 
 which rewrites the entries of the tests that ran (a stale entry only changes where a test starts).
+
+What the suite costs, apart from how it is spread over workers, comes from a serial run:
+
+    python3 -m pytest -q -p no:xdist --record-cpu /tmp/cpu.json
+
+each test's CPU seconds (the whole machine's) and wall seconds, and their sums.
 """
 
 from __future__ import annotations
 
 import json
+import os
+import time
 from collections import defaultdict
 from pathlib import Path
 
@@ -44,6 +52,10 @@ def longest_first(items: list, durations: dict) -> None:
 
 
 def pytest_addoption(parser):
+    parser.addoption("--record-cpu", metavar="FILE", default=None,
+                     help="write each test's CPU seconds (the whole machine's, from /proc/stat) and wall seconds to "
+                          "FILE, and print the sums: what the suite costs, apart from how it is spread over workers. "
+                          "A serial run only (-p no:xdist), on an otherwise idle machine")
     parser.addoption("--record-durations", action="store_true", default=False,
                      help="write how long each test over %g s took to %s (it orders later runs: the longest "
                           "start first)" % (RECORD_FLOOR_S, DURATIONS.relative_to(DURATIONS.parents[1])))
@@ -54,6 +66,11 @@ def pytest_configure(config):
     # order: one at a time, the long tests at the front spread over the workers instead.
     if config.pluginmanager.hasplugin("xdist") and getattr(config.option, "maxschedchunk", 0) is None:
         config.option.maxschedchunk = 1
+    if config.getoption("record_cpu"):
+        if getattr(config.option, "numprocesses", None):
+            raise pytest.UsageError("--record-cpu measures the whole machine's CPU per test: run it serially "
+                                    "(-p no:xdist), not with -n")
+        config.pluginmanager.register(CpuRecorder(Path(config.getoption("record_cpu"))), "spectui-record-cpu")
     if config.getoption("record_durations") and not hasattr(config, "workerinput"):
         config.pluginmanager.register(DurationRecorder(), "spectui-record-durations")  # the controller's
 
@@ -97,3 +114,43 @@ class DurationRecorder:
                 durations[nodeid] = round(seconds, 1)
         ordered = dict(sorted(durations.items(), key=lambda kv: (-kv[1], kv[0])))
         self.path.write_text(json.dumps(ordered, indent=1) + "\n")
+
+
+def busy_seconds(stat: str = "/proc/stat") -> float:
+    """CPU seconds the whole machine has spent busy since boot (user, nice, system, irq, softirq, steal)."""
+    with open(stat) as f:
+        fields = f.readline().split()
+    user, nice, system, _idle, _iowait, irq, softirq, steal = (int(x) for x in fields[1:9])
+    return (user + nice + system + irq + softirq + steal) / os.sysconf("SC_CLK_TCK")
+
+
+class CpuRecorder:
+    """``--record-cpu FILE``: each test's CPU seconds (the whole machine's: the servers, sshd sessions and
+    tmux panes a test starts are not its children) and wall seconds, from setup to teardown. Waiting is
+    the wall time that is not CPU; on N cores the suite cannot take less than its CPU seconds / N."""
+
+    def __init__(self, path: Path, busy=busy_seconds, clock=time.monotonic) -> None:
+        self.path, self.busy, self.clock = path, busy, clock
+        self.rows: dict = {}
+
+    @pytest.hookimpl(hookwrapper=True)
+    def pytest_runtest_protocol(self, item, nextitem):
+        cpu0, wall0 = self.busy(), self.clock()
+        yield
+        self.rows[item.nodeid] = {"cpu_s": round(self.busy() - cpu0, 2), "wall_s": round(self.clock() - wall0, 2)}
+
+    def totals(self) -> dict:
+        cpu = sum(r["cpu_s"] for r in self.rows.values())
+        wall = sum(r["wall_s"] for r in self.rows.values())
+        return {"tests": len(self.rows), "cpu_s": round(cpu, 1), "wall_s": round(wall, 1)}
+
+    def pytest_sessionfinish(self, session) -> None:
+        ordered = dict(sorted(self.rows.items(), key=lambda kv: (-kv[1]["cpu_s"], kv[0])))
+        self.path.write_text(json.dumps({"totals": self.totals(), "tests": ordered}, indent=1) + "\n")
+
+    def pytest_terminal_summary(self, terminalreporter) -> None:
+        t = self.totals()
+        terminalreporter.write_line(
+            "record-cpu: %d tests, %.0f CPU seconds over %.0f s (%.0f s waiting); on %d cores at least %.0f s; %s"
+            % (t["tests"], t["cpu_s"], t["wall_s"], max(0.0, t["wall_s"] - t["cpu_s"]), os.cpu_count() or 1,
+               t["cpu_s"] / (os.cpu_count() or 1), self.path))
