@@ -6,7 +6,7 @@ the others sit idle.
 took (setup, call and teardown) in a recorded run. Tests it does not list keep their collection
 order after those. Refresh it with a run of the whole suite:
 
-    python3 -m pytest -q -n 4 --dist loadgroup --record-durations
+    python3 -m pytest -q -n 3 --dist loadgroup --record-durations
 
 which rewrites the entries of the tests that ran (a stale entry only changes where a test starts).
 
