@@ -19,7 +19,7 @@ from collections.abc import Iterable
 
 from rich.markup import escape
 from textual import on, work
-from textual.app import App, SystemCommand
+from textual.app import App, ScreenStackError, SystemCommand
 from textual.screen import ModalScreen, Screen
 
 from spectui.core.errors import (
@@ -339,7 +339,10 @@ class SpectuiApp(App):
         return False
 
     def tick(self) -> None:
-        screen = self.screen
+        try:
+            screen = self.screen
+        except ScreenStackError:  # the console is closing: Textual stops its timers after the screens
+            return
         if isinstance(screen, FleetScreen):
             screen.sync()
         link = self.link
