@@ -2,6 +2,7 @@
 discovery as SGLang servers on their ports, and leave nothing running."""
 
 import http.client
+import json
 import os
 import signal
 import socket
@@ -69,16 +70,29 @@ def test_a_trickling_stand_in_answers_200_one_byte_a_second():
     assert took >= 2.95, f"4 bytes in {took:.2f} s: faster than a byte a second"
 
 
+def answers_plausibly(port: int) -> None:
+    for path in ("/server_info", "/health", "/metrics"):
+        with urllib.request.urlopen(f"http://127.0.0.1:{port}{path}", timeout=10) as r:
+            assert r.status == 200, path
+            body = r.read()
+        if path == "/server_info":
+            assert json.loads(body)["port"] == port
+    assert b"sglang:num_running_reqs" in body
+
+
 @pytest.mark.skipif(foreign_user_reason() is not None, reason=foreign_user_reason() or "")
 def test_a_foreign_user_stand_in_answers_as_user_nobody():
     with CrowdedHost(silent=0, trickling=0, foreign_user=True) as host:
         [stub] = host.stubs
         assert uid_of(stub.pid) == 65534 and not host.skipped
-        for path in ("/server_info", "/health", "/metrics"):
-            with urllib.request.urlopen(f"http://127.0.0.1:{stub.port}{path}", timeout=10) as r:
-                assert r.status == 200, path
-                body = r.read()
-        assert b"sglang:num_running_reqs" in body
+        answers_plausibly(stub.port)
+
+
+def test_an_answering_stand_in_answers_as_this_user():
+    with CrowdedHost(silent=0, trickling=0, answering=1) as host:
+        [stub] = host.stubs
+        assert uid_of(stub.pid) == os.getuid() and host.ports["answering"] == [stub.port]
+        answers_plausibly(stub.port)
 
 
 def test_without_root_the_foreign_user_stand_in_is_left_out_with_the_reason(monkeypatch):

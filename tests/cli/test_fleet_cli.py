@@ -20,6 +20,7 @@ from spectui.cli.main import main
 from spectui.core.errors import KeyPassphraseNeeded
 from spectui.core.session import HostTarget
 from tests.cli.hand_started import hand_started_server
+from tests.support.crowded import CrowdedHost
 from tests.support.sshd import free_port
 
 
@@ -122,22 +123,27 @@ def test_a_silent_host_costs_the_connect_timeout_not_more(capsys, local):
 
 
 def test_servers_list_of_two_hosts(capsys, local, state_dir, tmp_path, monkeypatch):
+    """Other SGLang servers may run on this machine (here one that answers, started beside the test): the
+    lines checked are those of the hosts and the server this test started."""
     monkeypatch.setenv("SPECTUI_PROFILES_PATH", str(tmp_path / "profiles"))
     closed = f"127.0.0.1:{free_port()}"
-    with hand_started_server(state_dir, tmp_path) as server:
+    with CrowdedHost(silent=0, trickling=0, answering=1), hand_started_server(state_dir, tmp_path) as server:
         code, out, err = run(capsys, "servers", "list", "-H", "local", "-H", closed, *local)
         assert code == 1, err
-        header, row, failed = out.splitlines()
+        header, *lines = out.splitlines()
+        [row] = [line for line in lines if line.split()[:2] == ["local", server.name]]
+        [failed] = [line for line in lines if line.startswith(closed)]
         assert header.split()[:3] == ["HOST", "NAME", "STATE"]
         assert row.split()[:4] == ["local", server.name, "ready", "external"]
         assert failed.split()[:3] == [closed, "-", "error"] and "refused the connection" in failed
+        assert all(line.split()[0] == "local" for line in lines if line != failed)  # others: local servers
 
         code, out, _ = run(capsys, "servers", "list", "-H", "local", "-H", closed, *local, "--json")
         r = json.loads(out)
         assert code == 1 and r["schema"] == "spectui.servers.hosts/1"
         first, second = r["hosts"]
         assert first["dest"] == "local" and first["schema"] == "spectui.servers/1"
-        assert [s["name"] for s in first["servers"]] == [server.name]
+        assert [s["name"] for s in first["servers"]].count(server.name) == 1
         assert second["dest"] == closed and second["error"]["kind"] == "HostUnreachable"
 
         code, out, _ = run(capsys, "servers", "list", "-H", "local", *local, "--json")

@@ -11,7 +11,8 @@ real server does. Kinds:
 * ``silent``: accepts TCP connections and never answers;
 * ``trickling``: answers any HTTP request with a valid-looking 200 response, one byte a second, forever;
 * ``foreign_user``: a plausible server answering ``/server_info``, ``/health`` and ``/metrics`` with 200,
-  run as user ``nobody`` (``setpriv``; only as root, otherwise left out, with the reason in ``.skipped``).
+  run as user ``nobody`` (``setpriv``; only as root, otherwise left out, with the reason in ``.skipped``);
+* ``answering``: the same plausible server, run as this user.
 
 The load generator sends streaming ``POST /generate`` requests (SGLang's native API) back to back from
 threads of this process, with ``http.client`` only, and counts the requests and tokens it got.
@@ -41,7 +42,7 @@ from typing import Dict, List, Optional, Tuple
 
 from tests.support.procs import group_pids, wait_gone
 
-KINDS = ("silent", "trickling", "foreign_user")
+KINDS = ("silent", "trickling", "foreign_user", "answering")
 FD_VARIABLE = "CROWDED_LISTEN_FD"
 PARENT_VARIABLE = "CROWDED_PARENT_PID"
 
@@ -190,7 +191,7 @@ def main():
         silent(sock)
     elif kind == "trickling":
         trickling(sock)
-    elif kind == "foreign_user":
+    elif kind in ("foreign_user", "answering"):
         foreign(sock, int(flag("--port")))
     else:
         sys.exit("unknown --stub-kind %r" % kind)
@@ -300,12 +301,14 @@ class LoadGenerator:
 
 
 class CrowdedHost:
-    """``silent`` and ``trickling`` stand-ins, a ``foreign_user`` one, and a load generator aimed at
-    ``load_at`` ((host, port)), on loopback; a context manager (or :meth:`start` / :meth:`stop`)."""
+    """``silent``, ``trickling`` and ``answering`` stand-ins, a ``foreign_user`` one, and a load generator
+    aimed at ``load_at`` ((host, port)), on loopback; a context manager (or :meth:`start` / :meth:`stop`)."""
 
     def __init__(self, silent: int = 6, trickling: int = 2, foreign_user: bool = False,
-                 load_at: Optional[Tuple[str, int]] = None, tmpdir=None, ready_timeout: float = 30.0):
-        self.counts = {"silent": silent, "trickling": trickling, "foreign_user": 1 if foreign_user else 0}
+                 load_at: Optional[Tuple[str, int]] = None, tmpdir=None, answering: int = 0,
+                 ready_timeout: float = 30.0):
+        self.counts = {"silent": silent, "trickling": trickling, "foreign_user": 1 if foreign_user else 0,
+                       "answering": answering}
         self.load_at = load_at
         self.ready_timeout = ready_timeout
         self.skipped: Dict[str, str] = {}
