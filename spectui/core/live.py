@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import asyncio
 import enum
+import getpass
 import logging
 import time
 from dataclasses import dataclass, field
@@ -56,10 +57,28 @@ def _checked_record(data: object) -> ServerRecord | None:
         log.warning("%s", exc)
         return None
 
+def _session_user(session: Session) -> str | None:
+    """The user the host's agent runs as: the SSH login's, else (the demo, a local host) this machine's."""
+    conn = getattr(getattr(session, "transport", None), "conn", None)
+    if conn is not None:
+        try:
+            name = conn.get_extra_info("username")
+        except Exception:  # a connection object that cannot tell: the user stays unknown
+            name = None
+        return str(name) if name else None
+    if getattr(session.target, "kind", None) in ("demo", "local"):
+        try:
+            return getpass.getuser()
+        except (KeyError, OSError):  # no name for this uid (a container without passwd entry)
+            return None
+    return None
+
+
 NEEDS_USER = (HostKeyError, AuthFailed, KeyPassphraseNeeded)
 BACKOFF_START_S = 1.0
 BACKOFF_MAX_S = 30.0
 OUTCOME_POLL_S = 0.2  # how often a switch cut by a drop looks at the server's record again
+FOUND_GRACE_S = 300.0  # a server spectui only found is forgotten this long after it stopped or left the host
 
 
 class LinkState(enum.Enum):
@@ -93,6 +112,9 @@ class HostLink:
         self.gpu_history = GpuHistory(capacity=history)
         self.servers: dict[str, dict] = {}
         self.series: dict[str, ServerSeries] = {}
+        self.user: str | None = None  # the user the host's agent runs as ("mine" among found servers)
+        self.found_grace_s = FOUND_GRACE_S
+        self.gone_since: dict[str, float] = {}  # a found server's name -> time.monotonic() it was first seen gone
         self.switch: SwitchProgress | None = None
         self.reconnect_at: float | None = None
         self.reconnects = 0
@@ -180,6 +202,8 @@ class HostLink:
         try:
             session.client.add_listener(self._on_event)
             self.facts = await session.client.call(Method.HOST_FACTS)
+            user = self.facts.get("user") if isinstance(self.facts, dict) else None
+            self.user = str(user) if user else _session_user(session)
             listed = (await session.client.call(Method.SERVERS_LIST))["servers"]  # re-adopts on the host
             self.servers = {rec.name: s for s in listed if (rec := _checked_record(s)) is not None}
             await session.client.call(Method.GPU_SUBSCRIBE, {"interval_s": self.gpu_interval_s})
@@ -249,14 +273,47 @@ class HostLink:
             self.reconnect_at = None
             self._changed()
 
+    def _gone(self, name: str) -> bool:
+        """A server spectui only found that stopped, or frames of a server the host no longer lists."""
+        rec = self.servers.get(name)
+        if rec is None:
+            return True
+        return rec.get("origin") == "external" and rec.get("state") in FINAL_STATES
+
+    def prune(self, now: float | None = None) -> list[str]:
+        """Forget each server spectui only found (its record and frames) once it has been gone (stopped, or no
+        longer listed) for :attr:`found_grace_s`, so that a long session with servers coming and going does
+        not grow; the names forgotten. The operator's own servers stay: their last run is shown."""
+        now = time.monotonic() if now is None else now
+        names = set(self.servers) | set(self.series)
+        for name in [n for n in self.gone_since if n not in names]:
+            del self.gone_since[name]
+        forgotten = []
+        for name in sorted(names):
+            if not self._gone(name):
+                self.gone_since.pop(name, None)
+                continue
+            if now - self.gone_since.setdefault(name, now) >= self.found_grace_s:
+                self.servers.pop(name, None)
+                self.series.pop(name, None)
+                del self.gone_since[name]
+                forgotten.append(name)
+        if forgotten:
+            log.info("forgot %d server(s) gone for %g s: %s", len(forgotten), self.found_grace_s,
+                     ", ".join(forgotten))
+            self._changed()
+        return forgotten
+
     def reply_age_s(self) -> float | None:
         """Seconds since the host last sent anything on the current session (None when there is none)."""
         return self.session.client.reply_age_s() if self.session is not None else None
 
     async def _ping_loop(self) -> None:
-        """Follow the session's keepalive (it pings, and ends a frozen session) for the header, each second."""
+        """Follow the session's keepalive (it pings, and ends a frozen session) for the header, each second;
+        forget the found servers gone for the grace period (:meth:`prune`)."""
         while True:
             await asyncio.sleep(1)
+            self.prune()
             rtt = self.session.client.rtt_s if self.session is not None else None
             age = self.reply_age_s()
             if (rtt is not None and 1000 * rtt != self.rtt_ms) or (age is not None and age >= 2):
