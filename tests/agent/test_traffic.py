@@ -17,9 +17,9 @@ class FakeServers(object):
     def __init__(self, port):
         self.port = port
 
-    def list(self, params):
-        return {"servers": [{"name": "qwen", "state": "ready", "host": "127.0.0.1", "port": self.port,
-                             "ready_at": 1.0}]}
+    def serving(self):
+        return {"qwen": {"name": "qwen", "state": "ready", "host": "127.0.0.1", "port": self.port, "ready_at": 1.0,
+                         "origin": None}}
 
 
 class FakeAgent(object):
@@ -98,6 +98,7 @@ def test_concurrency_is_exact(traffic, server, n):
 
 
 def test_prompts_vary_at_the_server(traffic, server):
+    assert wait_for(lambda: in_flight(server) == 0, timeout=10)
     seen_before = {r["rid"] for r in server.get_json("/sim/stats")["recent"]}
     traffic.start({"concurrency": 4, "max_new_tokens": 16})
     assert wait_for(lambda: traffic.status({})["requests"] >= 24, timeout=30)
@@ -150,6 +151,7 @@ def test_bad_scenarios_are_refused_in_one_sentence(traffic):
 
 
 def test_the_shift_changes_what_reaches_the_server(traffic, server):
+    assert wait_for(lambda: in_flight(server) == 0, timeout=10)  # an earlier test's requests have ended there
     seen_before = {r["rid"] for r in server.get_json("/sim/stats")["recent"]}
     st = traffic.start({"concurrency": 2, "max_new_tokens": 16, "scenario": "shift", "shift_after_s": 5})
     assert st["scenario"] == "shift" and st["phase"] == "recurring"

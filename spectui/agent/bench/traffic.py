@@ -26,7 +26,7 @@ import random
 import threading
 import time
 
-from ..protocol import AgentError, Method, ServerState
+from ..protocol import FINAL_STATES, AgentError, Method, ServerState
 from ..servers.process import connect_host
 from .sse import sse_data
 
@@ -34,7 +34,7 @@ MAX_CONCURRENCY = 16
 DEFAULT_CONCURRENCY = 1
 DEFAULT_MAX_NEW_TOKENS = 160
 REQUEST_TIMEOUT_S = 60.0
-TARGET_EVERY_S = 2.0
+TARGET_EVERY_S = 1.0
 GREEDY_SHARE = 0.2  # the rest is sampled
 TEMPERATURES = (0.6, 0.7, 0.7, 0.8)
 TOP_P = 0.95
@@ -177,16 +177,41 @@ class Workload(object):
 
 
 # --- the workers --------------------------------------------------------------------------------
+OWN_ORIGINS = (None, "spectui", "adopted")  # servers spectui started, or found and adopted (the agent's records)
+RECENT_PEAK_S = 2.0  # how long a request in flight still counts as the traffic's in what a server reports
+
+
+class Target(object):
+    """Where the traffic goes: the server the console watches (``name``), or, where the console names none
+    (``named`` false), the newest ready server spectui started. ``explicit``: the operator chose this server
+    on the console, so it gets traffic even when spectui did not start it."""
+
+    def __init__(self, name=None, named=False, explicit=False):
+        self.name = name
+        self.named = named
+        self.explicit = explicit
+        self.pid = None      # the chosen external server's process: another one under its name is not chosen
+        self.seen = False    # the named server was seen live: its absence now means it stopped
+
+
+def _own(record):
+    return record.get("origin") in OWN_ORIGINS
+
+
 class Traffic(object):
     def __init__(self, agent):
         self.agent = agent
         self._lock = threading.Lock()
         self._stop = None
         self._threads = []
-        self._conns = set()
-        self._target = None
+        self._conns = {}  # connection -> the server name it talks to
+        self._want = Target()
+        self._target = None   # (name, host, port) requests go to now, or None
+        self._why = None      # why nothing is sent, in one sentence
         self._target_at = 0.0
         self._runs = 0
+        self._config = None
+        self._recent = {}     # server name -> (peak in flight, monotonic time of the last change)
         self.concurrency = 0
         self.max_new_tokens = DEFAULT_MAX_NEW_TOKENS
         self.started_at = None
@@ -200,6 +225,10 @@ class Traffic(object):
 
     # --- methods ---------------------------------------------------------------------------
     def start(self, params):
+        """Start (or re-aim) the traffic. ``server``: the server the console watches, the only one that gets
+        requests (null: none); without it, the newest ready server spectui started. ``explicit``: the
+        operator chose that server, so it gets requests even when spectui did not start it. Called again
+        with only another server, the workers keep going and aim at it."""
         params = params or {}
         try:
             concurrency = int(params.get("concurrency", DEFAULT_CONCURRENCY))
@@ -224,17 +253,37 @@ class Traffic(object):
                              % (MAX_CONCURRENCY, concurrency))
         if not 1 <= max_new <= 1024:
             raise AgentError("bad_params", "max_new_tokens must be between 1 and 1024, not %d" % max_new)
+        name = params.get("server")
+        if name is not None and not isinstance(name, str):
+            raise AgentError("bad_params", "server must be a server's name, not %r" % (name,))
+        want = Target(name or None, "server" in params, bool(params.get("explicit")) and bool(name))
+        config = (concurrency, max_new, seed, seeded, scenario, shift_after)
+        with self._lock:
+            running = self._stop is not None and not self._stop.is_set()
+            if running and config == self._config:  # the same traffic, perhaps to another server
+                self._aim(want)
+                conns = [c for c, n in self._conns.items() if n != want.name or not want.named]
+            else:
+                conns = None
+        if conns is not None:
+            _cut(conns)
+            self._resolve()
+            return self.status({})
         self._halt()
         with self._lock:
+            self._aim(want)
             stop = threading.Event()
             self._stop = stop
             self._runs += 1
+            self._config = config
             self.concurrency = concurrency
             self.max_new_tokens = max_new
             self.started_at = time.time()
             self.scenario = scenario
             self.shift_at = self.started_at + shift_after if scenario == "shift" else None
             self._threads = []
+        self._resolve()
+        with self._lock:
             for i in range(concurrency):
                 work = Workload("%d:%d:%d" % (seed, self._runs, i), max_new, seeded)
                 if scenario == "shift":
@@ -245,6 +294,16 @@ class Traffic(object):
                 self._threads.append(t)
         return self.status({})
 
+    def _aim(self, want):
+        """Take ``want`` as the target (under the lock); the next look resolves it."""
+        old = self._want
+        if old.named and want.named and old.name == want.name and old.explicit == want.explicit:
+            return
+        self._want = want
+        self._target = None
+        self._why = None
+        self._target_at = 0.0
+
     def stop(self, params):
         self._halt()
         return self.status({})
@@ -253,12 +312,17 @@ class Traffic(object):
         with self._lock:
             running = self._stop is not None and not self._stop.is_set()
             target = self._target
+            want = self._want
             return {
                 "running": running,
                 "concurrency": self.concurrency if running else 0,
                 "in_flight": self.in_flight,
-                "server": target[0] if target else None,
+                "target": want.name if want.named else None,  # the server the console named
+                "explicit": want.explicit,
+                "server": target[0] if target else None,      # the server requests go to now
                 "port": target[2] if target else None,
+                "sending": bool(running and target),
+                "why": self._why if running and not target else None,
                 "requests": self.requests,
                 "errors": self.errors,
                 "tokens": self.tokens,
@@ -267,6 +331,14 @@ class Traffic(object):
                 "scenario": self.scenario if running else None,
                 "phase": self._phase() if running else None,
             }
+
+    def in_flight_to(self, name):
+        """Requests this traffic has had in flight to server ``name`` lately (the most at once over the last
+        :data:`RECENT_PEAK_S`): what a server's own count of running requests may still hold of it."""
+        with self._lock:
+            now = sum(1 for n in self._conns.values() if n == name)
+            peak, at = self._recent.get(name, (0, 0.0))
+            return max(now, peak if time.monotonic() - at <= RECENT_PEAK_S else 0)
 
     def _phase(self):
         """``recurring`` before the shift, ``varied`` after it (and always, in the steady scenario)."""
@@ -280,13 +352,7 @@ class Traffic(object):
             self._threads = []
         if stop is not None:
             stop.set()
-        for conn in conns:  # a request in flight ends now: the server aborts it
-            sock = getattr(conn, "sock", None)
-            try:
-                if sock is not None:
-                    sock.shutdown(2)
-            except OSError:
-                pass
+        _cut(conns)
         for t in threads:
             t.join(2.0)
 
@@ -295,37 +361,71 @@ class Traffic(object):
         return bool(channel is not None and getattr(channel, "broken", False))
 
     def _ready_server(self):
-        """(name, host, port) of the ready server, newest first; looked up at most every 2 s."""
+        """(name, host, port) of the server to send to now, or None (``_why`` says why); looked up at most
+        every ``TARGET_EVERY_S``."""
         with self._lock:
             if time.monotonic() - self._target_at < TARGET_EVERY_S:
                 return self._target
-        target = None
-        try:
-            servers = self.agent.servers.list({})["servers"]
-        except Exception as exc:  # the manager is closing, or a record is unreadable
-            servers = []
-            self.last_error = "cannot list servers: %s" % exc
-        ready = [s for s in servers if s.get("state") == ServerState.READY and s.get("port")]
-        if ready:
-            ready.sort(key=lambda s: s.get("ready_at") or 0, reverse=True)
-            s = ready[0]
-            target = (s["name"], s.get("host"), int(s["port"]))
+        return self._resolve()
+
+    def _resolve(self):
         with self._lock:
-            self._target = target
-            self._target_at = time.monotonic()
+            want = self._want
+        try:
+            records = self.agent.servers.serving()
+        except Exception as exc:  # the manager is closing, or a record is unreadable
+            records = None
+            why = "waiting: the servers cannot be read (%s)" % exc
+        target = None
+        if records is not None:
+            target, why = self._choose(want, records)
+        with self._lock:
+            if self._want is want:
+                self._target, self._why = target, why
+                self._target_at = time.monotonic()
         return target
+
+    @staticmethod
+    def _choose(want, records):
+        """``((name, host, port) or None, why)``: where ``want`` sends requests among ``records`` (the agent's
+        live servers), never to a server spectui did not start unless the operator chose it."""
+        if not want.named:
+            ready = [r for r in records.values() if _own(r) and r.get("state") == ServerState.READY and r.get("port")]
+            if not ready:
+                return None, "waiting: no server spectui started is ready"
+            r = max(ready, key=lambda r: r.get("ready_at") or 0)
+            return (r["name"], r.get("host"), int(r["port"])), None
+        name = want.name
+        if name is None:
+            return None, "waiting: no server is watched"
+        r = records.get(name)
+        if r is None or r.get("state") in FINAL_STATES:
+            return None, ("paused: %s stopped" % name) if want.seen else ("waiting: %s is not running" % name)
+        want.seen = True
+        if not _own(r):
+            if not want.explicit:
+                return None, ("not sending: %s was not started by spectui (select it and press t to send "
+                              "the demo traffic to it)" % name)
+            if want.pid is None:
+                want.pid = r.get("pid")
+            elif r.get("pid") != want.pid:
+                return None, ("not sending: %s is another process now (pid %s), not the one chosen"
+                              % (name, r.get("pid")))
+        if r.get("state") != ServerState.READY or not r.get("port"):
+            return None, "waiting: %s is %s" % (name, r.get("state"))
+        return (name, r.get("host"), int(r["port"])), None
 
     def _worker(self, work, stop):
         while not stop.is_set() and not self._agent_gone():
             target = self._ready_server()
             if target is None:
-                stop.wait(1.0)
+                stop.wait(TARGET_EVERY_S / 2)
                 continue
             name, host, port = target
             if work.recurring and self._phase() == "varied":
                 work.recurring = None  # the shift: the varied chat from here on
             try:
-                tokens = self._one(host, port, work.request(), stop)
+                tokens = self._one(name, host, port, work.request(), stop)
                 with self._lock:
                     self.requests += 1
                     self.tokens += tokens
@@ -333,18 +433,21 @@ class Traffic(object):
                 if stop.is_set():
                     break
                 with self._lock:
-                    self.errors += 1
-                    self.last_error = "%s: %s" % (name, exc)
+                    aimed = self._target is not None and self._target[0] == name
+                    if aimed:
+                        self.errors += 1
+                        self.last_error = "%s: %s" % (name, exc)
                     self._target_at = 0.0  # look again: the server may have gone
-                stop.wait(1.0)
+                if aimed:
+                    stop.wait(1.0)
 
-    def _one(self, host, port, body, stop):
+    def _one(self, name, host, port, body, stop):
         """Send one streaming request and read it to the end; returns its completion tokens."""
         conn = http.client.HTTPConnection(connect_host(host), port, timeout=REQUEST_TIMEOUT_S)
         with self._lock:
-            if stop.is_set():
+            if stop.is_set() or self._target is None or self._target[0] != name:
                 raise OSError("stopped")
-            self._conns.add(conn)
+            self._conns[conn] = name
             self.in_flight += 1
         try:
             conn.request("POST", "/generate", body=json.dumps(body).encode("utf-8"),
@@ -359,13 +462,34 @@ class Traffic(object):
             return tokens
         finally:
             with self._lock:
-                self._conns.discard(conn)
+                self._ended(name)
+                self._conns.pop(conn, None)
                 self.in_flight -= 1
             conn.close()
+
+    def _ended(self, name):
+        """A request to ``name`` ends: keep how many were in flight until now (under the lock)."""
+        before = sum(1 for n in self._conns.values() if n == name)
+        peak, at = self._recent.get(name, (0, 0.0))
+        t = time.monotonic()
+        if before >= peak or t - at > RECENT_PEAK_S:
+            self._recent[name] = (before, t)
+
+
+def _cut(conns):
+    """End requests in flight now: the server aborts them."""
+    for conn in conns:
+        sock = getattr(conn, "sock", None)
+        try:
+            if sock is not None:
+                sock.shutdown(2)
+        except OSError:
+            pass
 
 
 def methods(agent):
     traffic = Traffic(agent)
+    agent.traffic = traffic  # server telemetry asks it which requests in flight are its own
     on_close = getattr(agent, "on_close", None)
     if on_close is not None:
         on_close(lambda: traffic.stop({}))
