@@ -22,14 +22,32 @@ the file. A full disk or any write error ends the recording with one sentence (`
 written stays readable and the console goes on.
 
 A recording from an older version plays: readers upgrade each line through :data:`UPGRADES`.
+
+A recording is also a file anyone can hand over, so reading one trusts nothing in it: the inflated size
+(:data:`MAX_INFLATED_BYTES`), the number of events (:data:`MAX_EVENTS`) and each line's length
+(:data:`MAX_LINE_BYTES`) are measured on a first pass that keeps nothing, and the header and every event
+are held to :mod:`spectui.core.recording_schema`; anything wrong is one sentence naming the file and line.
+The writer ends a recording before it would outgrow what a reader takes.
+
+What a recording keeps of a command line has its secrets masked as everywhere else
+(:mod:`spectui.core.profiles.secret_flags`): ``argv`` and ``launch_argv`` lists, ``profile`` dicts and GPU
+process ``command`` lines, and any later text holding a value masked there (a server log printing its own
+arguments). The file is created new (never through a link, never over a file) and private (0600); a folder
+the writer creates, and the recordings folder, are 0700. In the recordings folder a name already taken (two
+recordings started in the same second) gets a number (``-2``) rather than an error.
 """
 
 from __future__ import annotations
 
+import collections
+import errno
 import gzip
 import json
 import logging
 import os
+import re
+import stat
+import sys
 import time
 import zlib
 from collections.abc import Callable, Iterator
@@ -38,6 +56,10 @@ from pathlib import Path
 from typing import Any
 
 from spectui.core.errors import SpectuiError
+from spectui.core.paths import recordings_dir
+from spectui.core.profiles.secret_flags import REDACTED, is_secret_flag, redact_argv, redact_profile_dict
+from spectui.core.recording_schema import (HEADER, STARTED_MAX, T_MAX, T_MIN, Invalid, check_event, kind, number,
+                                           whole)
 
 log = logging.getLogger(__name__)
 
@@ -49,9 +71,136 @@ THINNED = ("gpu", "server_frame")
 # version -> function upgrading one event line of that version to the next
 UPGRADES: dict[int, Callable[[dict], dict]] = {}
 
+#: The most a recording inflates to: about ten hours of a busy host (four servers, eight GPUs) at the default
+#: rates, and what the console can hold for a replay.
+MAX_INFLATED_BYTES = 256 * 1024 * 1024
+#: The most events a recording holds.
+MAX_EVENTS = 2_000_000
+#: The longest line (a log read is the longest event spectui writes, far below this).
+MAX_LINE_BYTES = 8 * 1024 * 1024
+CHUNK = 1 << 16
+EVENT_NAME = re.compile(r"[a-z][a-z0-9_]{0,63}")
+#: Keys whose value is a command line (a list of words) or a profile, in any event.
+ARGV_KEYS = ("argv", "launch_argv")
+PROFILE_KEYS = ("profile", "profile_content")
+#: A masked value shorter than this is not looked for in other text (it would mask ordinary words).
+MIN_SCRUBBED = 6
+SAME_NAME_TRIES = 100
+SUFFIX = ".spectui.gz"
+_CREATE = os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_CLOEXEC", 0)
+
 
 class RecordingError(SpectuiError):
     """A recording that cannot be written or read; ``str()`` is one sentence."""
+
+
+# --- files made new and private ------------------------------------------------------------------------------------
+def private_folder(folder: Path) -> None:
+    """Create ``folder`` (and its parents) when missing; the folder itself 0700 when created here, or when it
+    is spectui's recordings folder."""
+    if not folder.is_dir():
+        folder.mkdir(parents=True, exist_ok=True, mode=0o700)
+        os.chmod(folder, 0o700)
+    elif _same(folder, recordings_dir()):
+        os.chmod(folder, 0o700)
+
+
+def _same(a: Path, b: Path) -> bool:
+    try:
+        return a.resolve() == b.resolve()
+    except OSError:
+        return False
+
+
+def create_new(path: Path) -> int:
+    """A file descriptor of ``path`` created now, 0600, for writing; never through a link, never over a file
+    (``FileExistsError``, also for a link that points nowhere)."""
+    fd = os.open(path, _CREATE, 0o600)
+    os.fchmod(fd, 0o600)
+    return fd
+
+
+def numbered(path: Path, n: int) -> Path:
+    """``name-2.spectui.gz`` for ``name.spectui.gz`` (``n`` = 2)."""
+    name = path.name
+    stem, ext = (name[: -len(SUFFIX)], SUFFIX) if name.endswith(SUFFIX) else (path.stem, path.suffix)
+    return path.with_name(f"{stem}-{n}{ext}")
+
+
+def _open_new(path: Path) -> tuple[Path, int]:
+    """The path created and its descriptor: in the recordings folder, a taken name gets a number."""
+    try:
+        private_folder(path.parent)
+    except OSError as exc:
+        raise RecordingError(f"cannot record to {path}: {exc.strerror or exc}") from None
+    tries = SAME_NAME_TRIES if _same(path.parent, recordings_dir()) else 1
+    for n in range(1, tries + 1):
+        candidate = path if n == 1 else numbered(path, n)
+        try:
+            return candidate, create_new(candidate)
+        except FileExistsError:
+            continue
+        except OSError as exc:
+            if exc.errno == errno.ELOOP:   # O_NOFOLLOW on a link
+                continue
+            raise RecordingError(f"cannot record to {candidate}: {exc.strerror or exc}") from None
+    raise RecordingError(f"cannot record to {path}: it exists (a recording is never overwritten, nor written "
+                         "through a link); give another file name")
+
+
+# --- secrets --------------------------------------------------------------------------------------------------------
+class _Masker:
+    """Masks secret flag values in what is written, and remembers each value masked to mask it in later text."""
+
+    def __init__(self) -> None:
+        self.seen: set[str] = set()
+
+    def argv(self, words: list) -> list:
+        shown = redact_argv([str(w) for w in words]) or []
+        for before, after in zip(words, shown):
+            if before != after:
+                value = str(before).split("=", 1)[1] if after.endswith("=" + REDACTED) else str(before)
+                if len(value) >= MIN_SCRUBBED:
+                    self.seen.add(value)
+        return shown
+
+    def profile(self, content: dict) -> dict:
+        args = content.get("args")
+        if isinstance(args, dict):
+            self.seen.update(v for k, v in args.items() if is_secret_flag(str(k)) and isinstance(v, str)
+                             and len(v) >= MIN_SCRUBBED and v != REDACTED)
+        return redact_profile_dict(self.walk(content))
+
+    def walk(self, value: Any) -> Any:
+        if isinstance(value, list):
+            return [self.walk(v) for v in value]
+        if not isinstance(value, dict):
+            return value
+        out = {}
+        for k, v in value.items():
+            if k in ARGV_KEYS and isinstance(v, list):
+                out[k] = self.argv(v)
+            elif k in PROFILE_KEYS and isinstance(v, dict):
+                out[k] = self.profile(v)
+            elif k == "profiles" and isinstance(v, list):
+                out[k] = [self.profile(p) if isinstance(p, dict) else p for p in v]
+            elif k == "command" and isinstance(v, str):
+                words = v.split()
+                shown = self.argv(words)
+                out[k] = v if shown == words else " ".join(shown)
+            else:
+                out[k] = self.walk(v)
+        return out
+
+    def line(self, obj: dict) -> str:
+        text = json.dumps(obj, separators=(",", ":"), default=str)
+        if any(f'"{k}":' in text for k in (*ARGV_KEYS, *PROFILE_KEYS, "command", "profiles")):
+            text = json.dumps(self.walk(obj), separators=(",", ":"), default=str)
+        for secret in self.seen:
+            shown = json.dumps(secret)[1:-1]
+            if shown in text:
+                text = text.replace(shown, REDACTED)
+        return text
 
 
 class RecordingWriter:
@@ -59,7 +208,6 @@ class RecordingWriter:
 
     def __init__(self, path: str | Path, header: dict[str, Any], *, flush_s: float = FLUSH_S,
                  budget_mb_per_hour: float = BUDGET_MB_PER_HOUR, clock: Callable[[], float] = time.time) -> None:
-        self.path = Path(path)
         self.flush_s = flush_s
         self.budget_bytes_per_s = budget_mb_per_hour * 1e6 / 3600.0
         self.clock = clock
@@ -67,13 +215,12 @@ class RecordingWriter:
         self.error: str | None = None
         self.events = 0
         self.thinned = 0
+        self.inflated = 0   # bytes written before compression: what a reader inflates
         self._interval: dict[tuple[str, str], float] = {}   # (event, key) -> seconds between kept events
         self._last_kept: dict[tuple[str, str], float] = {}
-        try:
-            self.path.parent.mkdir(parents=True, exist_ok=True)
-            self._raw = open(self.path, "wb")  # noqa: SIM115 (held open for the recording's life)
-        except OSError as exc:
-            raise RecordingError(f"cannot record to {self.path}: {exc.strerror or exc}") from None
+        self._mask = _Masker()
+        self.path, fd = _open_new(Path(path))
+        self._raw = os.fdopen(fd, "wb")  # noqa: SIM115 (held open for the recording's life)
         self._gz = gzip.GzipFile(fileobj=self._raw, mode="wb", compresslevel=6, mtime=0)
         self._last_flush = self.started
         self._write({"format": FORMAT, "version": VERSION, "started": self.started, **header})
@@ -94,6 +241,10 @@ class RecordingWriter:
             return False
         now = self.clock() if at is None else at
         if event in THINNED and not self._keep(event, data, now):
+            return False
+        if self.events + 2 >= MAX_EVENTS:   # room for a thinning note
+            self._end(f"recording to {self.path} stopped at {MAX_EVENTS} events, the most a recording holds; "
+                      "what was written before stays")
             return False
         self._write({"t": round(now - self.started, 3), "ev": event, "d": data})
         self.events += 1
@@ -119,10 +270,21 @@ class RecordingWriter:
     def _write(self, obj: dict) -> None:
         if self._gz is None:
             return
+        line = self._mask.line(obj).encode() + b"\n"
+        if len(line) > MAX_LINE_BYTES:
+            log.warning("an event of %d bytes was not recorded (%s holds events up to %d bytes)", len(line),
+                        self.path, MAX_LINE_BYTES)
+            return
+        if self.inflated + len(line) > MAX_INFLATED_BYTES:
+            self._end(f"recording to {self.path} stopped at {MAX_INFLATED_BYTES // (1 << 20)} MB of events, the "
+                      "most a recording holds; what was written before stays")
+            return
         try:
-            self._gz.write(json.dumps(obj, separators=(",", ":"), default=str).encode() + b"\n")
+            self._gz.write(line)
         except OSError as exc:
             self._fail(exc)
+            return
+        self.inflated += len(line)
 
     def flush(self, now: float | None = None) -> None:
         """Make everything written so far readable after a crash (a sync flush, then fsync)."""
@@ -152,6 +314,13 @@ class RecordingWriter:
             except OSError as close_exc:  # the disk that failed the write may fail the close too
                 log.debug("closing %s after a failed write: %s", self.path, close_exc)
 
+    def _end(self, message: str) -> None:
+        """End a recording that has reached a limit: closed as a complete file, ``error`` says why."""
+        self.close()
+        if self.error is None:
+            self.error = message
+            log.warning("%s", message)
+
     def close(self) -> None:
         if self._gz is None:
             return
@@ -173,63 +342,169 @@ class Recording:
     def duration_s(self) -> float:
         return self.events[-1][0] if self.events else 0.0
 
+    @property
+    def has_session(self) -> bool:
+        """Whether the recorded console ever connected (a replay starts at its first session)."""
+        return any(name == "session" for _, name, _ in self.events)
+
     def between(self, start_s: float = 0.0, end_s: float | None = None) -> Iterator[tuple[float, str, Any]]:
         for t, ev, d in self.events:
             if t >= start_s and (end_s is None or t <= end_s):
                 yield t, ev, d
 
 
-def _lines(path: Path) -> tuple[list[bytes], bool]:
-    """The complete lines of a gzip file, reading through a cut end; (lines, truncated)."""
-    decomp = zlib.decompressobj(16 + zlib.MAX_WBITS)
-    buf = b""
-    truncated = False
-    with open(path, "rb") as f:
-        while True:
-            chunk = f.read(1 << 16)
-            if not chunk:
-                break
+# --- reading --------------------------------------------------------------------------------------------------------
+class _Stream:
+    """The lines of a recording, inflated a chunk at a time and held to the limits; ``truncated`` once read
+    through a cut end (a crash: the last flush is the end)."""
+
+    def __init__(self, path: Path) -> None:
+        self.path = path
+        self.truncated = False
+
+    def _refuse(self, what: str) -> RecordingError:
+        return RecordingError(f"{self.path} is not a recording spectui reads: {what}")
+
+    def _chunks(self, f) -> Iterator[bytes]:
+        decomp = zlib.decompressobj(16 + zlib.MAX_WBITS)
+        inflated = 0
+        while not decomp.eof:
+            data = decomp.unconsumed_tail or f.read(CHUNK)
             try:
-                buf += decomp.decompress(chunk)
+                out = decomp.decompress(data, CHUNK)   # at most CHUNK bytes out, whatever the ratio
             except zlib.error:
-                truncated = True
                 break
-            if decomp.eof:
+            if not data and not out:   # the end of the file, and nothing held back
                 break
-    if not decomp.eof:
-        truncated = True
-    lines = buf.split(b"\n")
-    if lines and lines[-1]:
-        truncated = True   # a line cut mid-way: not replayed
-    return [ln for ln in lines[:-1] if ln], truncated
+            inflated += len(out)
+            if inflated > MAX_INFLATED_BYTES:
+                raise self._refuse(f"it inflates to more than {MAX_INFLATED_BYTES // (1 << 20)} MB, the most a "
+                                   "recording holds")
+            if out:
+                yield out
+        if not decomp.eof:
+            self.truncated = True
+
+    def lines(self) -> Iterator[tuple[int, bytes]]:
+        """``(line number, line)`` of each complete, non-empty line; a line cut by the end is not one."""
+        with _open_regular(self.path) as f:
+            pending: list[bytes] = []
+            pending_len = 0
+            lineno = 0
+            count = 0
+            for out in self._chunks(f):
+                parts = out.split(b"\n")
+                for part in parts[:-1]:
+                    lineno += 1
+                    line = b"".join((*pending, part)) if pending else part
+                    pending, pending_len = [], 0
+                    if len(line) > MAX_LINE_BYTES:
+                        raise self._line_too_long(lineno)
+                    if line:
+                        count += 1
+                        if count > MAX_EVENTS + 1:
+                            raise self._refuse(f"it holds more than {MAX_EVENTS} events, the most a recording "
+                                               "holds")
+                        yield lineno, line
+                if parts[-1]:
+                    pending.append(parts[-1])
+                    pending_len += len(parts[-1])
+                    if pending_len > MAX_LINE_BYTES:
+                        raise self._line_too_long(lineno + 1)
+            if pending:
+                self.truncated = True   # a line cut mid-way: not replayed
+
+    def _line_too_long(self, lineno: int) -> RecordingError:
+        return RecordingError(f"{self.path}, line {lineno}: the line is longer than {MAX_LINE_BYTES // (1 << 20)} MB, "
+                              "more than any event spectui writes; this is not a recording spectui reads")
+
+
+def _open_regular(path: Path):
+    """``path`` opened for reading, without blocking on a FIFO or a device; only a regular file is read."""
+    fd = os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_CLOEXEC", 0))
+    f = os.fdopen(fd, "rb")
+    if not stat.S_ISREG(os.fstat(fd).st_mode):
+        f.close()
+        raise RecordingError(f"{path} is not a regular file; give a recording (spectui connect --record FILE)")
+    return f
+
+
+_STARTED = number(0.0, STARTED_MAX)
+_T = number(T_MIN, T_MAX)
+
+
+def _json(path: Path, lineno: int, raw: bytes) -> Any:
+    try:
+        return json.loads(raw)
+    except RecursionError:
+        raise RecordingError(f"{path}, line {lineno}: the line nests deeper than JSON can be read; this is not a "
+                             "recording spectui reads") from None
+    except ValueError:
+        raise RecordingError(f"{path}, line {lineno}: the line is not a JSON object; this is not a recording "
+                             "spectui reads") from None
+
+
+def _header(path: Path, raw: bytes | None) -> dict:
+    try:
+        header = json.loads(raw) if raw is not None else None
+    except (ValueError, RecursionError):
+        header = None
+    if not isinstance(header, dict) or header.get("format") != FORMAT:
+        raise RecordingError(f"{path} is not a spectui recording (its first line is not a recording header)")
+    try:
+        whole()(header.get("version"), "version")
+        version = header["version"]
+        if version > VERSION:
+            raise RecordingError(f"{path} is a recording of format version {version}, newer than this spectui "
+                                 f"reads ({VERSION}); update spectui to replay it")
+        if version < 1:
+            raise Invalid(f"version {version} is not a recording format version (1 to {VERSION})")
+        if header.get("started") is None:
+            raise Invalid("started (when the recording began) is missing")
+        _STARTED(header["started"], "started")
+        HEADER(header, "")
+    except Invalid as exc:
+        raise RecordingError(f"{path}, line 1 (the header): {exc}; this is not a recording spectui reads") from None
+    return header
+
+
+def _event(path: Path, lineno: int, raw: bytes, version: int) -> tuple[float, str, Any]:
+    obj = _json(path, lineno, raw)
+    ev = obj.get("ev") if isinstance(obj, dict) else None
+    try:
+        if not isinstance(obj, dict):
+            raise Invalid(f"an event must be an object, not {kind(obj)}")
+        for v in range(version, VERSION):
+            obj = UPGRADES[v](obj)
+        if obj.get("t") is None:
+            raise Invalid("t (the event's time) is missing")
+        _T(obj["t"], "t")
+        if not isinstance(ev, str):
+            raise Invalid("ev (the event's name) is missing" if ev is None else f"ev must be text, not {kind(ev)}")
+        if not EVENT_NAME.fullmatch(ev):
+            raise Invalid("ev is not an event name (lower-case letters, digits and _)")
+        check_event(ev, obj.get("d"))
+    except Invalid as exc:
+        what = f" ({ev} event)" if isinstance(ev, str) and EVENT_NAME.fullmatch(ev) else ""
+        raise RecordingError(f"{path}, line {lineno}{what}: {exc}; this is not a recording spectui reads") from None
+    return float(obj["t"]), sys.intern(ev), obj.get("d")
 
 
 def read_recording(path: str | Path) -> Recording:
+    """The recording at ``path``, every line checked (see the module doc); :class:`RecordingError` otherwise."""
     p = Path(path)
     try:
-        lines, truncated = _lines(p)
+        collections.deque(_Stream(p).lines(), maxlen=0)   # the limits, keeping nothing
+        stream = _Stream(p)
+        lines = stream.lines()
+        first = next(lines, None)
+        if first is None:
+            raise RecordingError(f"{p} is not a spectui recording (it is empty or not gzip-compressed)")
+        header = _header(p, first[1])
+        rec = Recording(header=header)
+        for lineno, raw in lines:
+            rec.events.append(_event(p, lineno, raw, header["version"]))
     except OSError as exc:
         raise RecordingError(f"cannot read the recording {p}: {exc.strerror or exc}") from None
-    if not lines:
-        raise RecordingError(f"{p} is not a spectui recording (it is empty or not gzip-compressed)")
-    try:
-        header = json.loads(lines[0])
-    except ValueError:
-        header = None
-    if not isinstance(header, dict) or header.get("format") != FORMAT:
-        raise RecordingError(f"{p} is not a spectui recording (its first line is not a recording header)")
-    version = header.get("version")
-    if not isinstance(version, int) or version > VERSION:
-        raise RecordingError(f"{p} is a recording of format version {version}, newer than this spectui reads "
-                             f"({VERSION}); update spectui to replay it")
-    rec = Recording(header=header, truncated=truncated)
-    for raw in lines[1:]:
-        try:
-            obj = json.loads(raw)
-        except ValueError:
-            rec.truncated = True
-            break
-        for v in range(version, VERSION):
-            obj = UPGRADES[v](obj)
-        rec.events.append((float(obj["t"]), str(obj["ev"]), obj.get("d")))
+    rec.truncated = stream.truncated
     return rec

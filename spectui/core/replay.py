@@ -24,9 +24,9 @@ from spectui.core.link_events import SessionOpened
 from spectui.core.live import HostLink, LinkState, SwitchProgress
 from spectui.core.profiles import Profile, ProfileLibrary
 from spectui.core.profiles.model import Node
-from spectui.core.recording import Recording
+from spectui.core.recording import Recording, RecordingError
 from spectui.core.rpc import Event
-from spectui.core.servers import ServerControl
+from spectui.core.servers import RecordError, ServerControl, ServerRecord
 from spectui.core.session import HostTarget
 from spectui.core.telemetry import GpuHistory
 
@@ -46,6 +46,7 @@ class ReplayLink(HostLink):
         super().__init__(HostTarget(kind="replay", destination=f"replay of {label}", simulated=simulated),
                          history=history)
         self.recording = recording
+        self.label = label
         self.speed = self._valid_speed(speed)
         self.paused = False
         self.position_s = 0.0
@@ -60,6 +61,13 @@ class ReplayLink(HostLink):
         self._next = 0
         self._sessions = 0
         self.facts = dict(header.get("host") or {})
+
+    def check_playable(self) -> None:
+        """Raise :class:`RecordingError` (one sentence) when there is nothing to replay: a recording whose
+        console never connected holds no session, and a replay starts at the first one."""
+        if not self.recording.has_session:
+            raise RecordingError(f"the recording of {self.label} holds no session "
+                                 "(the recorded console never connected), so there is nothing to replay")
 
     @property
     def first_session_s(self) -> float:
@@ -131,7 +139,7 @@ class ReplayLink(HostLink):
                 self._on_event(Event(name, data, received_at))
             elif name == "session" and isinstance(data, dict):
                 self.facts = data.get("facts") or self.facts
-                self.servers = {s["name"]: s for s in data.get("servers") or () if isinstance(s, dict)}
+                self.servers = {s["name"]: s for s in data.get("servers") or () if _checked(s)}
                 self._set_state(LinkState.CONNECTED, self._playing)
                 self.events.publish(SessionOpened(None, self._sessions))  # no session to call: read-only
                 self._sessions += 1
@@ -171,7 +179,13 @@ class ReplayLink(HostLink):
             self.seek(self.position_s + wall_s * self.speed)
 
     async def run(self, start_s: float | None = None) -> None:
-        """Play until :meth:`close`, from ``start_s`` (default: the first session)."""
+        """Play until :meth:`close`, from ``start_s`` (default: the first session); a recording without a
+        session ends at once, saying so."""
+        try:
+            self.check_playable()
+        except RecordingError as exc:
+            self._set_state(LinkState.CLOSED, f"{exc}.")
+            return
         self._set_state(LinkState.CONNECTING, self._playing)
         self.seek(self.first_session_s if start_s is None else start_s)
         last = time.monotonic()
@@ -191,6 +205,15 @@ class ReplayLink(HostLink):
     # --- read-only ----------------------------------------------------------------------------------
     def control(self) -> ServerControl:
         raise Disconnected("This is a replay: nothing on the host can be started, stopped or benchmarked from it.")
+
+
+def _checked(record: object) -> bool:
+    """Whether a recorded server record is one the console takes (as a live link checks the agent's)."""
+    try:
+        ServerRecord.from_wire(record)
+    except RecordError:
+        return False
+    return True
 
 
 def profiles_of(header: dict) -> ProfileLibrary:

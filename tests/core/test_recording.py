@@ -40,7 +40,7 @@ def test_events_read_back_in_order_with_the_header(tmp_path):
         ev = ("server_frame", frame("kimi-eagle3", i)) if i % 2 else ("gpu", {"gpus": [{"index": 0}], "seq": i})
         w.write(*ev)
         sent.append((round(clock.t - 1000.0, 3), *ev))
-    w.write("alert", {"kind": "fired", "rule": "server_down"})
+    w.write("alert", {"kind": "fired", "rule": "server_down", "message": "the server is down"})
     w.close()
     rec = read_recording(tmp_path / "r.spectui.gz")
     assert rec.header["format"] == FORMAT and rec.header["version"] == VERSION
@@ -102,12 +102,24 @@ def test_the_budget_thins_frequent_series_never_drops_them(tmp_path):
     assert [d["stage"] for _, ev, d in rec.events if ev == "switch"] == [f"stage-{i}" for i in range(0, 2400, 600)]
 
 
-@pytest.mark.skipif(not os.path.exists("/dev/full"), reason="needs /dev/full")
-def test_a_full_disk_ends_the_recording_in_one_sentence():
-    w = RecordingWriter("/dev/full", {"host": {}})   # every write: ENOSPC
-    assert w.closed
-    assert w.error == "recording to /dev/full stopped: No space left on device; what was written before stays"
-    assert w.write("gpu", {"seq": 2}) is False
+FULL = textwrap.dedent("""
+    import resource, signal, sys
+    from spectui.core.recording import RecordingWriter
+    signal.signal(signal.SIGXFSZ, signal.SIG_IGN)      # a write past the limit fails with EFBIG instead
+    resource.setrlimit(resource.RLIMIT_FSIZE, (16, 16))
+    w = RecordingWriter(sys.argv[1], {"host": {}})
+    print(w.closed, w.write("gpu", {"seq": 2}))
+    print(w.error)
+""")
+
+
+def test_a_write_error_ends_the_recording_in_one_sentence(tmp_path):
+    path = tmp_path / "full.spectui.gz"   # a file that may not grow past 16 bytes: as a full disk, every write fails
+    out = subprocess.run([sys.executable, "-c", FULL, str(path)], capture_output=True, text=True, timeout=120,
+                         env={**os.environ, "PYTHONDONTWRITEBYTECODE": "1"})
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.splitlines() == ["True False", f"recording to {path} stopped: File too large; what was "
+                                                     "written before stays"]
 
 
 def test_what_is_not_a_recording_is_refused_in_one_sentence(tmp_path):
