@@ -47,6 +47,8 @@ SERVING_STATES = (ServerState.READY, ServerState.UNRESPONSIVE)
 DOWN_STATES = (ServerState.UNRESPONSIVE, ServerState.CRASHED, ServerState.FAILED)
 #: Where a server on the host came from: started by spectui, found running, or found and adopted.
 ORIGINS = ("spectui", "external", "adopted")
+#: Origins of spectui's own servers, as a record keeps them (a record of a server spectui started may have none).
+OWN_ORIGINS = (None, "spectui", "adopted")
 
 
 class Method(object):
@@ -69,6 +71,7 @@ class Method(object):
     SERVER_ADOPT = "server.adopt"
     SERVER_TELEMETRY_SUBSCRIBE = "server.telemetry.subscribe"
     SERVER_TELEMETRY_UNSUBSCRIBE = "server.telemetry.unsubscribe"
+    SERVER_TELEMETRY_WATCH = "server.telemetry.watch"
     PYTHON_SGLANG = "python.sglang"
     LAUNCH_HELP = "launch.help"
     LAUNCH_PARSE = "launch.parse"

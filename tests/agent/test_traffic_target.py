@@ -11,9 +11,10 @@ import time
 import pytest
 
 from spectui.agent.bench.traffic import Traffic
+from spectui.agent.servers.telemetry import TelemetryStream
 from tests.sim.simproc import start_ready, wait_for
 
-SERVER = ["--model-path", "Qwen/Qwen3-8B", "--sim-hardware", "nvlink-8gpu", "--sim-load-time", "0.3"]
+SERVER = ["--model-path", "Qwen/Qwen3-8B", "--sim-hardware", "nvlink-8gpu", "--sim-load-time", "0.3", "--enable-metrics"]
 
 
 class Stub(object):
@@ -199,3 +200,64 @@ def test_the_watched_server_stopped_sends_nothing_and_says_why(traffic, agent, s
     st = traffic.status({})
     assert st["running"] is True and st["target"] == "kimi-eagle3" and st["sending"] is False
     assert stub.posts == 0
+
+
+# -- server telemetry reads the watched servers only --------------------------------------------------------------
+
+
+class FakeChannel(object):
+    def __init__(self):
+        self.frames = []
+
+    def event(self, name, data):
+        self.frames.append(data)
+        return True
+
+
+def frames_of(agent, name):
+    return [f for f in list(agent.channel.frames) if f.get("name") == name]
+
+
+def test_telemetry_reads_spectuis_servers_and_the_ones_the_console_names(agent, stub):
+    agent.channel = FakeChannel()
+    stream = TelemetryStream(agent, interval_s=0.2)
+    stream.start()
+    try:
+        assert wait_for(lambda: len(frames_of(agent, "kimi-eagle3")) >= 5, timeout=20)
+        assert "/metrics" not in stub.gets and frames_of(agent, "sglang-30777") == []
+        stream.watch(["sglang-30777"])  # the operator looks at it on the console
+        assert wait_for(lambda: "/metrics" in stub.gets and frames_of(agent, "sglang-30777"), timeout=20)
+        stream.watch([])  # and looks away
+        time.sleep(0.5)
+        seen = stub.gets.count("/metrics")
+        time.sleep(1.0)
+        assert stub.gets.count("/metrics") == seen
+    finally:
+        stream.stop()
+
+
+def test_frames_say_which_running_requests_are_not_spectuis(agent, sims, traffic):
+    a, _ = sims
+    agent.channel = FakeChannel()
+    agent.traffic = traffic
+    traffic.start({"concurrency": 2, "max_new_tokens": 64, "server": "kimi-eagle3"})
+    stream = TelemetryStream(agent, interval_s=0.2)
+    stream.start()
+    stop = threading.Event()
+
+    def foreign():  # another user's client, straight to the server
+        while not stop.is_set():
+            a.post("/generate", {"text": "someone else's question", "sampling_params": {"max_new_tokens": 64}})
+
+    try:
+        assert wait_for(lambda: any(f.get("running_req") == 2 for f in frames_of(agent, "kimi-eagle3")), timeout=20)
+        quiet = [f for f in frames_of(agent, "kimi-eagle3") if f.get("running_req") is not None]
+        assert all(f["spectui_in_flight"] >= 1 for f in quiet[-3:]), quiet[-3:]
+        assert max(f["foreign_reqs"] for f in quiet) == 0, [(f["running_req"], f["spectui_in_flight"]) for f in quiet]
+        t = threading.Thread(target=foreign, daemon=True)
+        t.start()
+        assert wait_for(lambda: any(f.get("foreign_reqs") == 1 for f in frames_of(agent, "kimi-eagle3")),
+                        timeout=20)
+    finally:
+        stop.set()
+        stream.stop()

@@ -14,6 +14,10 @@
 * ``bench.results``: the per-request records from a byte ``offset`` (whole lines), the status
   and, once finished, ``summary.json``: a client that lost its connection asks again from the
   offset it had, so nothing is lost or read twice.
+* ``require_idle`` (``bench.start``): refused (``server_busy``, one sentence) while the server runs or queues
+  requests spectui did not send (its ``/metrics`` against this agent's demo traffic and the live runs'
+  requests in flight), seen again a few times over about two seconds so that a count the server has not
+  updated yet refuses nothing. A run always reports the foreign load it measured (``bench.foreign``).
 * ``bench.cancel``: SIGTERM the runner and wait for it to write its ending (``reason``, when given, is
   the one the run ends with, written to ``cancel.json`` for the runner to read).
 * Servers: a stop or switch (``servers.manager``) that would stop a server a live run measures is
@@ -36,6 +40,7 @@ import threading
 import time
 
 from .datasets import DatasetFileError, load_file_prompts
+from .foreign import read_load
 from .runner import FINAL, read_json, write_json
 from ..bootstrap import spawn_detached
 from ..protocol import AgentError, Method, ServerState
@@ -47,6 +52,9 @@ RESULTS_MAX_BYTES = 2 * 1024 * 1024
 SGLANG_MODULES = ("sglang.benchmark.serving", "sglang.bench_serving")
 BENCH_BUSY = "bench_busy"
 STARTING_GRACE_S = 60.0  # a run folder without a runner pid counts as starting this long
+SERVER_BUSY = "server_busy"
+IDLE_LOOKS = 3          # --require-idle: a server is busy only when every look sees foreign requests ...
+IDLE_LOOK_EVERY_S = 1.0  # ... this far apart
 LOCAL_HOSTS = ("", "0.0.0.0", "::", "127.0.0.1", "::1", "localhost")
 
 
@@ -62,6 +70,7 @@ class BenchHost(object):
         self.root = os.path.join(agent.state_dir, "bench")
         self.procs = {}
         self.watchers = {}
+        self._ended = set()  # run ids seen finished: a live-run scan skips their folders
         self._lock = threading.Lock()
         self.start_lock = FileLock(os.path.join(self.root, ".lock"), self._ensure_root)
 
@@ -163,10 +172,11 @@ class BenchHost(object):
         out = []
         for name in names:
             d = os.path.join(self.root, name)
-            if not RUN_ID_RE.match(name) or not os.path.isdir(d):
+            if name in self._ended or not RUN_ID_RE.match(name) or not os.path.isdir(d):
                 continue
             st = self.status(name, d)
             if st.get("state") in FINAL:
+                self._ended.add(name)
                 continue
             target = self._target(d)
             if same_server(server, target):
@@ -181,6 +191,34 @@ class BenchHost(object):
         """The live runs (started by any agent on this host) that measure the server of ``record`` (a
         server record: name, host, port), oldest first, as ``(status, target)``."""
         return self.live_runs({"name": record.get("name"), "host": record.get("host"), "port": record.get("port")})
+
+    def _refuse_if_served(self, server):
+        """``require_idle``: refuse while the server runs or queues requests spectui did not send."""
+        who = "server %s" % server["name"] if server.get("name") else "the server at %s:%s" % (
+            server.get("host"), server.get("port"))
+        for look in range(IDLE_LOOKS):
+            if look:
+                time.sleep(IDLE_LOOK_EVERY_S)
+            try:
+                running, queued = read_load(server.get("connect_host"), server["port"])
+            except ValueError as exc:
+                raise AgentError(SERVER_BUSY, "%s cannot be checked for requests spectui did not send (%s); "
+                                 "start without --require-idle to benchmark it anyway" % (who, exc))
+            traffic = getattr(self.agent, "traffic", None)
+            ours = self.in_flight(server) + (traffic.in_flight_to(server["name"]) if traffic and server.get("name")
+                                             else 0)
+            foreign = running + queued - ours
+            if foreign <= 0:
+                return
+        raise AgentError(SERVER_BUSY, "%s is serving %d request%s not sent by spectui (%d running, %d queued, %d of "
+                         "them spectui's), so a benchmark would share it; --require-idle refuses to start until it "
+                         "is idle: wait, or start without --require-idle and its figures are marked with the "
+                         "foreign load measured" % (who, foreign, "" if foreign == 1 else "s", running, queued, ours))
+
+    def in_flight(self, record):
+        """Requests the live runs measuring ``record``'s server have in flight (warm-up included), as their
+        runners last wrote it."""
+        return sum(int(st.get("in_flight") or 0) for st, _ in self.measuring(record))
 
     @staticmethod
     def sentence(name, live, switching_to=None):
@@ -208,6 +246,8 @@ class BenchHost(object):
         allow_overlap = bool(params.get("allow_overlap"))
         if not allow_overlap:
             self._refuse_if_busy(server, self.live_runs(server))  # at once, before the slower checks below
+        if params.get("require_idle"):
+            self._refuse_if_served(server)
         if engine == "sglang":
             spec["sglang"] = self._sglang_argv(spec, server)
         elif spec.get("dataset_file") and not spec.get("prompts"):

@@ -13,7 +13,11 @@ the run's folder ``<state>/bench/<run_id>/``:
 * ``requests.jsonl``: one line per measured request, appended as each one completes;
 * ``summary.json``: the run's facts (times, ``/flush_cache`` result, ``/metrics`` counters
   before and after, ``/server_info`` before and after, ``dataset``: its name, the sha256 of the
-  file read and of the prompts sent), written at the end, also when interrupted.
+  file read and of the prompts sent, ``foreign_load``: what the server served beside the run, see
+  ``bench.foreign``), written at the end, also when interrupted.
+
+``status.json`` keeps ``in_flight``, the run's requests in flight now (warm-up included), for the agent to
+tell the server's own count of running requests from spectui's.
 
 Requests use SGLang's native ``/generate`` with ``"stream": true`` (Server-Sent Events, read
 line by line). Per request: time to first token, the gaps between streamed chunks with the
@@ -42,6 +46,7 @@ import time
 from collections import deque
 
 from .datasets import DatasetFileError, load_file_prompts, prompts_sha256
+from .foreign import foreign_load, server_load
 from ..bootstrap import exit_now
 from ..servers.metrics import MetricsUnavailable, parse_metrics
 from .sse import sse_data
@@ -49,6 +54,7 @@ from .sse import sse_data
 FINAL = ("done", "failed", "interrupted")
 FLUSH_RETRY_S = 30.0
 HTTP_TIMEOUT_S = 10.0
+LOAD_EVERY_S = 1.0  # how often the server's running and queued requests are read while the run measures
 
 
 def write_json(path, obj):
@@ -116,7 +122,10 @@ class Runner(object):
         self._conns = set()
         self._out = None
         self.streamed = 0  # tokens received by measured requests so far, finished or not
+        self.sent = 0      # measured requests sent
+        self.load_samples = []  # (server's running + queued, the run's own in flight), while it measures
         self._measuring = False
+        self._beating = False
         self.status = {
             "run_id": spec["run_id"], "state": "starting", "pid": os.getpid(), "engine": spec.get("engine", "spectui"),
             "started_at": time.time(), "updated_at": time.time(), "measure_started_at": None, "ended_at": None,
@@ -125,7 +134,7 @@ class Runner(object):
             "done": 0, "errors": 0, "tokens_streamed": 0, "output_len": spec.get("output_len"),
             "warmup_total": _planned(spec, "warmup", "warmup_prompts"), "warmup_done": 0,
             "reason": None, "labels": spec.get("labels") or {}, "server": srv.get("name"),
-            "overlapped_with": list(spec.get("overlapped_with") or []),
+            "overlapped_with": list(spec.get("overlapped_with") or []), "in_flight": 0,
         }
         self._start_ticks()
 
@@ -143,6 +152,7 @@ class Runner(object):
     def set_status(self, **changes):
         with self._lock:
             self.status["tokens_streamed"] = self.streamed
+            self.status["in_flight"] = len(self._conns)
             self.status.update(changes)
             self.status["updated_at"] = time.time()
             write_json(self.path("status.json"), self.status)
@@ -151,6 +161,7 @@ class Runner(object):
         line = json.dumps(rec, separators=(",", ":")) + "\n"
         with self._lock:
             self.status["tokens_streamed"] = self.streamed
+            self.status["in_flight"] = len(self._conns)
             self._out.write(line.encode("utf-8"))
             self._out.flush()
             if not rec.get("cancelled"):
@@ -287,6 +298,9 @@ class Runner(object):
                 raise Cancelled()
             headers = dict(self.headers)
             headers["Content-Type"] = "application/json"
+            if record:
+                with self._lock:
+                    self.sent += 1
             conn.request("POST", "/generate", body, headers)
             resp = conn.getresponse()
             if resp.status != 200:
@@ -363,12 +377,32 @@ class Runner(object):
             conn.close()
 
     def _heartbeat(self):
-        """Refresh status.json while requests stream, so progress shows tokens as they arrive."""
-        last = -1
-        while self._measuring and not self.stop.wait(0.5):
-            if self.streamed != last:
-                last = self.streamed
+        """Refresh status.json while requests stream, so progress shows tokens as they arrive and the agent
+        knows the run's requests in flight."""
+        last = None
+        while self._beating and not self.stop.wait(0.5):
+            now = (self.streamed, len(self._conns))
+            if now != last:
+                last = now
                 self.set_status()
+
+    def _sample_load(self):
+        """While the run measures, the server's running and queued requests beside the run's own in flight."""
+        while self._measuring and not self.stop.wait(LOAD_EVERY_S):
+            own = len(self._conns)
+            try:
+                status, body = self.http("GET", "/metrics", timeout=HTTP_TIMEOUT_S)
+                load = server_load(parse_metrics(body.decode("utf-8", "replace")).gauges) if status == 200 else None
+            except (OSError, MetricsUnavailable, ValueError):
+                load = None
+            if load is not None and self._measuring:
+                self.load_samples.append((load, max(own, len(self._conns))))
+
+    def _beat(self):
+        self._beating = True
+        beat = threading.Thread(target=self._heartbeat, name="bench-heartbeat")
+        beat.daemon = True
+        beat.start()
 
     def _check_server(self):
         try:
@@ -447,6 +481,7 @@ class Runner(object):
                    "duration_s": None}
         self._out = open(self.path("requests.jsonl"), "ab")
         self.set_status(state="starting")
+        self._beat()
         try:
             summary["server_info_before"] = self.server_info()
             if spec.get("engine", "spectui") == "sglang":
@@ -457,6 +492,7 @@ class Runner(object):
             self.stop_reason = self.stop_reason or "%s: %s" % (type(exc).__name__, exc)
             self.set_status(state="failed", reason=self.stop_reason)
         finally:
+            self._beating = False
             self._out.close()
         if self.status["state"] not in FINAL:
             if self.stop.is_set():
@@ -466,7 +502,7 @@ class Runner(object):
         summary["state"] = self.status["state"]
         summary["reason"] = self.status["reason"]
         write_json(self.path("summary.json"), summary)
-        self.set_status(ended_at=time.time())
+        self.set_status(ended_at=time.time(), foreign_load=summary.get("foreign_load"))
         return 0 if self.status["state"] == "done" else 1
 
     def load_prompts(self, summary):
@@ -514,19 +550,63 @@ class Runner(object):
         p0 = time.perf_counter()
         summary["measure_started_at"] = t0
         self.set_status(state="running", measure_started_at=t0)
-        beat = threading.Thread(target=self._heartbeat, name="bench-heartbeat")
-        beat.daemon = True
-        self._measuring = True
-        beat.start()
-        try:
-            self.drive(spec.get("prompts") or [], record=True)
-        finally:
-            self._measuring = False
+        self._measure(lambda: self.drive(spec.get("prompts") or [], record=True))
         summary["duration_s"] = time.perf_counter() - p0
         summary["measure_ended_at"] = time.time()
         self.set_status(state="finishing")
         summary["metrics_after"] = self.metrics()
         summary["server_info_after"] = self.server_info()
+        own = {"requests": self.sent, "tokens": self.streamed,
+               "prompt_tokens": self._own_prompt_tokens()}
+        summary["foreign_load"] = foreign_load(summary["metrics_before"], summary["metrics_after"], own,
+                                               self.load_samples)
+
+    def _measure(self, work, sample=True):
+        """Run ``work`` (the measured requests) while the server's load is sampled beside it."""
+        self._measuring = True
+        if sample:
+            sampler = threading.Thread(target=self._sample_load, name="bench-load")
+            sampler.daemon = True
+            sampler.start()
+        try:
+            work()
+        finally:
+            self._measuring = False
+
+    def _own_prompt_tokens(self):
+        """The prompt tokens of the measured requests, as the server reported them; None when one did not
+        say (a failed request)."""
+        total = 0
+        try:
+            with open(self.path("requests.jsonl"), "rb") as fh:
+                for line in fh:
+                    rec = json.loads(line.decode("utf-8"))
+                    if rec.get("prompt_tokens") is None:
+                        return None
+                    total += int(rec["prompt_tokens"])
+        except (OSError, ValueError):
+            return None
+        return total
+
+    def _wait_tool(self, proc):
+        while proc.poll() is None:
+            if self.stop.wait(0.2):
+                proc.terminate()
+                try:
+                    proc.wait(10)
+                except subprocess.TimeoutExpired:
+                    proc.kill()
+                    proc.wait()
+
+    @staticmethod
+    def _tool_sent(out_path, sg):
+        """What SGLang's benchmark sent, from the last line of its JSONL (its own warm-up requests besides:
+        their tokens are not known, so the requests say then). Its requests in flight are not known."""
+        row = _last_json_line(out_path)
+        warm = int(sg.get("warmup") or 0)
+        sent = int(sg.get("num_prompts") or 0) + warm if row else None
+        tokens = row.get("total_output_tokens") if not warm else None
+        return {"requests": sent, "tokens": tokens, "prompt_tokens": row.get("total_input_tokens") if not warm else None}
 
     def run_sglang(self, summary):
         sg = self.spec["sglang"]
@@ -544,20 +624,15 @@ class Runner(object):
         with open(self.path("sglang.out"), "ab") as log:
             proc = subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT,
                                     cwd=self.dir)
-        while proc.poll() is None:
-            if self.stop.wait(0.2):
-                proc.terminate()
-                try:
-                    proc.wait(10)
-                except subprocess.TimeoutExpired:
-                    proc.kill()
-                    proc.wait()
+        self._measure(lambda: self._wait_tool(proc), sample=False)  # its requests in flight are not known
         summary["duration_s"] = time.perf_counter() - p0
         summary["measure_ended_at"] = time.time()
         summary["sglang_exit"] = proc.returncode
         self.set_status(state="finishing")
         summary["metrics_after"] = self.metrics()
         summary["server_info_after"] = self.server_info()
+        summary["foreign_load"] = foreign_load(summary["metrics_before"], summary["metrics_after"],
+                                               self._tool_sent(out_path, sg), ())
         if not self.stop.is_set() and proc.returncode != 0:
             tail = ""
             try:
@@ -569,6 +644,15 @@ class Runner(object):
                 pass
             self.set_status(state="failed", reason="%s exited with status %d: %s" % (
                 sg.get("module"), proc.returncode, tail))
+
+
+def _last_json_line(path):
+    try:
+        with open(path, "rb") as fh:
+            lines = [ln for ln in fh.read().decode("utf-8", "replace").splitlines() if ln.strip()]
+        return json.loads(lines[-1]) if lines else {}
+    except (OSError, ValueError):
+        return {}
 
 
 def _planned(spec, key, prompts_key):

@@ -26,7 +26,7 @@ import random
 import threading
 import time
 
-from ..protocol import FINAL_STATES, AgentError, Method, ServerState
+from ..protocol import FINAL_STATES, OWN_ORIGINS, AgentError, Method, ServerState
 from ..servers.process import connect_host
 from .sse import sse_data
 
@@ -177,7 +177,6 @@ class Workload(object):
 
 
 # --- the workers --------------------------------------------------------------------------------
-OWN_ORIGINS = (None, "spectui", "adopted")  # servers spectui started, or found and adopted (the agent's records)
 RECENT_PEAK_S = 2.0  # how long a request in flight still counts as the traffic's in what a server reports
 
 

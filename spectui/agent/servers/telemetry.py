@@ -15,6 +15,7 @@ the formula of the server's release (``servers.releases``), the other formula af
 
 from __future__ import annotations
 
+import functools
 import json
 import threading
 import time
@@ -25,7 +26,7 @@ from ..logs.follow import LogStream
 from .metrics import MetricsUnavailable, MetricsWindow, histogram_mean, parse_metrics, quantile_bound
 from .process import server_url
 from .releases import FORMULA_INCL_BONUS, FORMULAS, accept_rate_formula, old_formula_width, rate_from_length
-from ..protocol import SERVING_STATES, Method, ServerState, telemetry_interval
+from ..protocol import OWN_ORIGINS, SERVING_STATES, AgentError, Method, ServerState, telemetry_interval
 
 
 HTTP_DEADLINE_S = 2.0  # for the whole answer, not each byte: a server that drips is cut here
@@ -85,10 +86,13 @@ def active_width(info, gauges):
 
 
 class ServerTelemetry(object):
-    """Builds the frames of one server."""
+    """Builds the frames of one server. ``ours()``, when given, counts the requests spectui has in flight to
+    it (this agent's demo traffic, benchmark runs): the frame says how many of the server's own running and
+    queued requests are not those (``foreign_reqs``)."""
 
-    def __init__(self, record, clock=time.monotonic):
+    def __init__(self, record, clock=time.monotonic, ours=None):
         self.name = record["name"]
+        self.ours = ours
         self.base = server_url(record.get("host"), record["port"])
         self.clock = clock
         self.window = MetricsWindow(span_s=lf.HISTORY_S)
@@ -233,6 +237,12 @@ class ServerTelemetry(object):
             if len(lf.state_values(info, "avg_spec_accept_length")) > 1:
                 cumulative["ranks"] = len(lf.state_values(info, "avg_spec_accept_length"))
 
+        queued = load("num_queue_reqs", "queue_req")
+        spectui_in_flight = foreign = None
+        if self.ours is not None:
+            spectui_in_flight = self.ours()
+            if "num_running_reqs" in gauges:
+                foreign = max(0, int(running or 0) + int(queued or 0) - spectui_in_flight)
         self.seq += 1
         return {
             "name": self.name, "seq": self.seq, "t": time.time(), "state": state,
@@ -243,7 +253,9 @@ class ServerTelemetry(object):
             "gen_throughput": tput,
             "per_stream": stream,
             "running_req": running,
-            "queue_req": load("num_queue_reqs", "queue_req"),
+            "queue_req": queued,
+            "spectui_in_flight": spectui_in_flight,
+            "foreign_reqs": foreign,
             "token_usage": load("token_usage", "token_usage"),
             "ttft_ms": lf.latency(long_ws, "ttft", quantile_bound, histogram_mean),
             "itl_ms": lf.latency(long_ws, "itl", quantile_bound, histogram_mean),
@@ -330,12 +342,15 @@ class ServerPoller(object):
 
 
 class TelemetryStream(object):
-    """``server_frame`` events for every serving server: one thread follows which servers serve,
-    and each serving server has its own :class:`ServerPoller`."""
+    """``server_frame`` events for the servers the console watches: every serving server spectui started
+    (or adopted), and the servers it found running that the console names (``watch``); one thread follows
+    which servers serve, and each has its own :class:`ServerPoller`. A server another user runs is read
+    only while the console looks at it."""
 
-    def __init__(self, agent, interval_s=1.0):
+    def __init__(self, agent, interval_s=1.0, watched=()):
         self.agent = agent
         self.interval_s = interval_s  # checked on entry (protocol.telemetry_interval)
+        self.watched = frozenset(watched)
         self.pollers = {}
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._run, name="server-telemetry")
@@ -357,24 +372,35 @@ class TelemetryStream(object):
             return False
         return True
 
+    def watch(self, names):
+        """Read these servers too (names of servers spectui found running); the others found stop at once."""
+        self.watched = frozenset(names)
+        self.tick()
+
+    def _read(self, rec):
+        """Whether ``rec``'s server is read: spectui's own, or one the console names."""
+        return rec.get("origin") in OWN_ORIGINS or rec["name"] in self.watched
+
     def tick(self):
-        """Start a poller for each server now serving, stop those of servers gone or replaced."""
+        """Start a poller for each watched server now serving, stop those of servers gone, replaced or no
+        longer watched."""
         servers = self.agent.servers.serving()
         for name in list(self.pollers):
             rec = servers.get(name)
             pid, poller = self.pollers[name]
-            if rec is None or rec["pid"] != pid or rec["state"] not in SERVING_STATES:
+            if rec is None or rec["pid"] != pid or rec["state"] not in SERVING_STATES or not self._read(rec):
                 self.pollers.pop(name)
                 poller.stop()
         if self._stop.is_set():
             return
         for name, rec in servers.items():
-            if rec["state"] not in SERVING_STATES:
+            if rec["state"] not in SERVING_STATES or not self._read(rec):
                 continue
             if name in self.pollers:
                 self.pollers[name][1].state = rec["state"]
                 continue
-            poller = ServerPoller(ServerTelemetry(rec), rec["state"], self._emit, self.interval_s)
+            ours = functools.partial(spectui_in_flight, self.agent, dict(rec))
+            poller = ServerPoller(ServerTelemetry(rec, ours=ours), rec["state"], self._emit, self.interval_s)
             self.pollers[name] = (rec["pid"], poller)
             poller.start()
 
@@ -384,22 +410,56 @@ class TelemetryStream(object):
             poller.stop()
 
 
+def spectui_in_flight(agent, record):
+    """The requests spectui has in flight to ``record``'s server: this agent's demo traffic (lately, see
+    ``Traffic.in_flight_to``) and every benchmark run on this host that measures it."""
+    n = 0
+    traffic = getattr(agent, "traffic", None)
+    if traffic is not None:
+        n += traffic.in_flight_to(record["name"])
+    bench = getattr(agent.servers, "benchmarks", None)
+    if bench is not None:
+        n += bench.in_flight(record)
+    return n
+
+
+def _watched(params):
+    names = params.get("servers") or []
+    if not isinstance(names, list) or not all(isinstance(n, str) for n in names):
+        raise AgentError("bad_params", "servers must be a list of server names")
+    return names
+
+
 def methods(agent):
     holder = {}
 
     def subscribe(params):
+        """Frames of spectui's servers, and of the servers found running named in ``servers``."""
         interval = telemetry_interval(params, "server telemetry")
+        watched = _watched(params)
         if "stream" in holder:
+            watched = watched or holder["stream"].watched
             holder.pop("stream").stop()
-        stream = holder["stream"] = TelemetryStream(agent, interval)
+        stream = holder["stream"] = TelemetryStream(agent, interval, watched)
         agent.servers.adopt()
         stream.start()
         agent.on_close(stream.stop)
-        return {"interval_s": stream.interval_s}
+        return {"interval_s": stream.interval_s, "servers": sorted(stream.watched)}
+
+    def watch(params):
+        """The servers found running (``servers``: their names) whose frames the console wants now, besides
+        spectui's own; the others found are no longer read."""
+        watched = _watched(params)
+        stream = holder.get("stream")
+        if stream is None:
+            raise AgentError("not_subscribed", "subscribe to server telemetry first")
+        stream.watch(watched)
+        return {"servers": sorted(stream.watched)}
 
     def unsubscribe(params):
         if "stream" in holder:
             holder.pop("stream").stop()
         return {ServerState.STOPPED: True}
 
-    return {Method.SERVER_TELEMETRY_SUBSCRIBE: subscribe, Method.SERVER_TELEMETRY_UNSUBSCRIBE: unsubscribe}
+    return {Method.SERVER_TELEMETRY_SUBSCRIBE: subscribe, Method.SERVER_TELEMETRY_UNSUBSCRIBE: unsubscribe,
+            Method.SERVER_TELEMETRY_WATCH: watch}

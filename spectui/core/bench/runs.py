@@ -158,6 +158,7 @@ class RunResult:
     sglang_result: dict | None = None
     comparison_key: str | None = None
     overlapped_with: list[str] = field(default_factory=list)  # host run ids that measured the same server meanwhile
+    foreign_load: dict | None = None  # what the server served beside the run (agent's bench.foreign); None: not read
 
     @property
     def interrupted(self) -> bool:
@@ -167,6 +168,11 @@ class RunResult:
     def overlapped(self) -> bool:
         """Another run measured the same server meanwhile: latency and throughput are not a lone run's."""
         return bool(self.overlapped_with)
+
+    @property
+    def foreign(self) -> bool:
+        """The server served requests spectui did not send while the run measured (a share worth marking)."""
+        return bool((self.foreign_load or {}).get("marked"))
 
     def to_dict(self) -> dict:
         return asdict(self)
@@ -260,6 +266,7 @@ def result_from(collector: RunCollector, *, host: str, gpus: list[str] | None = 
         comparison_key=labels.get("comparison_key"),
         overlapped_with=sorted(set(collector.status.get("overlapped_with") or [])
                                | set(spec.get("overlapped_with") or [])),
+        foreign_load=summary.get("foreign_load") or collector.status.get("foreign_load"),
     )
 
 

@@ -1,0 +1,111 @@
+"""Load on a benchmarked server that spectui did not send: the server's own counters against the run's own.
+
+SGLang counts every request it finishes in ``/metrics``: ``num_requests_total``, ``prompt_tokens_total``
+and ``generation_tokens_total`` grow by one request and its prompt and completion tokens when a request
+ends, aborted ones included (sglang 0.5.23 wheel, sglang/srt/observability/metrics_collector.py:2092-2136,
+called from sglang/srt/managers/tokenizer_manager.py:3287); its own health checks are left out
+(``log_metrics=False``, sglang/srt/entrypoints/http_server.py:761 and :768, tested at
+tokenizer_manager.py:2788). ``num_running_reqs`` and ``num_queue_reqs`` are gauges the scheduler sets
+at each stats log (metrics_collector.py:364-375 and :1646-1649).
+
+A run reads the counters just before and just after it measures, and knows what it sent itself: the
+requests, the tokens streamed back, the prompt tokens. What the server counted beyond that came from
+someone else: another console's demo traffic, another user's client, another benchmark on the same
+server. Its share of the generated tokens (and of the requests) is the run's ``foreign_load``; while the
+run measures, the gauges sampled against the run's own requests in flight say how many foreign requests
+ran beside it. Requests that straddle the run's edges are counted by the side they finish on, so the share
+is exact for the run's own and close for the others. Standard library only.
+"""
+
+from __future__ import annotations
+
+from ..servers.bounded_http import FetchFailed, fetch
+from ..servers.metrics import MetricsUnavailable, parse_metrics
+from ..servers.process import server_url
+
+#: A run whose foreign share of tokens or requests reaches this is marked.
+MARK_SHARE = 0.01
+METRICS_MAX_BYTES = 8 << 20
+METRICS_DEADLINE_S = 3.0
+
+
+def counter_increase(before, after, name):
+    """How much counter ``name`` grew between two ``metrics`` snapshots (``{"counters": ...}``); None when
+    either lacks it or it went back (the server restarted)."""
+    a = ((before or {}).get("counters") or {}).get(name)
+    b = ((after or {}).get("counters") or {}).get(name)
+    if a is None or b is None or b < a:
+        return None
+    return b - a
+
+
+def server_load(gauges):
+    """Requests the server runs and queues now, from its gauges; None without ``num_running_reqs``."""
+    if "num_running_reqs" not in gauges:
+        return None
+    return int(gauges.get("num_running_reqs") or 0) + int(gauges.get("num_queue_reqs") or 0)
+
+
+def read_load(host, port):
+    """``(running, queued)`` of the server at ``host:port`` from its ``/metrics``; raises ``ValueError`` with a
+    sentence saying why when it cannot be read."""
+    try:
+        text = fetch(server_url(host, port, "/metrics"), METRICS_MAX_BYTES, METRICS_DEADLINE_S)
+        snap = parse_metrics(text.decode("utf-8", "replace"))
+    except (FetchFailed, MetricsUnavailable) as exc:
+        raise ValueError(str(exc))
+    if "num_running_reqs" not in snap.gauges:
+        raise ValueError("its /metrics has no num_running_reqs (is --enable-metrics set?)")
+    return int(snap.gauges.get("num_running_reqs") or 0), int(snap.gauges.get("num_queue_reqs") or 0)
+
+
+def _part(server, own):
+    """``(foreign, share)`` of a counter's increase ``server`` of which ``own`` was the run's."""
+    if server is None or own is None:
+        return None, None
+    foreign = max(0, int(round(server - own)))
+    return foreign, (float(foreign) / server if server > 0 else 0.0)
+
+
+def foreign_load(before, after, own, samples=()):
+    """The run's ``foreign_load``: ``before``/``after`` the run's ``metrics`` snapshots, ``own`` what it sent
+    (``requests``, ``tokens``, ``prompt_tokens``; a value None where not known), ``samples`` the server's
+    running + queued requests against the run's own in flight, ``(server, own)``, taken while it measured.
+
+    ``share`` is the share of the tokens the server generated meanwhile that were not the run's (of the
+    requests where tokens are not known); ``marked`` when it, or the requests' share, reaches
+    :data:`MARK_SHARE`. ``known`` false (and ``why``) when the counters cannot say."""
+    out = {"known": False, "why": None, "marked": False, "share": None, "requests_share": None,
+           "server_requests": None, "own_requests": own.get("requests"), "foreign_requests": None,
+           "server_tokens": None, "own_tokens": own.get("tokens"), "foreign_tokens": None,
+           "server_prompt_tokens": None, "own_prompt_tokens": own.get("prompt_tokens"),
+           "foreign_prompt_tokens": None, "in_flight": _in_flight(samples)}
+    errors = [s.get("error") for s in (before, after) if s and s.get("error")]
+    if errors or not before or not after:
+        out["why"] = "/metrics: %s" % (errors[0] if errors else "not read")
+        return out
+    requests = counter_increase(before, after, "num_requests_total")
+    tokens = counter_increase(before, after, "generation_tokens_total")
+    prompt = counter_increase(before, after, "prompt_tokens_total")
+    if requests is None and tokens is None:
+        out["why"] = "the server's request and token counters are missing or went back (a restart?)"
+        return out
+    out["server_requests"], out["server_tokens"], out["server_prompt_tokens"] = requests, tokens, prompt
+    out["foreign_requests"], out["requests_share"] = _part(requests, own.get("requests"))
+    out["foreign_tokens"], token_share = _part(tokens, own.get("tokens"))
+    out["foreign_prompt_tokens"], _ = _part(prompt, own.get("prompt_tokens"))
+    out["share"] = token_share if token_share is not None else out["requests_share"]
+    if out["share"] is None:
+        out["why"] = "what the run sent itself is not known"
+        return out
+    out["known"] = True
+    out["marked"] = max(out["share"], out["requests_share"] or 0.0) >= MARK_SHARE
+    return out
+
+
+def _in_flight(samples):
+    """Foreign requests in flight beside the run, from ``(server, own)`` samples: their mean and most."""
+    foreign = [max(0, s - o) for s, o in samples if s is not None]
+    if not foreign:
+        return None
+    return {"samples": len(foreign), "mean": round(float(sum(foreign)) / len(foreign), 2), "max": max(foreign)}
