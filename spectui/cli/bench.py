@@ -13,7 +13,9 @@
 Every run goes to the history (``spectui history``) as it ends, interrupted ones included. One
 benchmark per server at a time: the host refuses a run against a server another run measures,
 in one sentence naming that run, unless ``--allow-overlap`` (the runs are then marked
-overlapped).
+overlapped). A run that shared its server with requests spectui did not send (another user's, another
+console's demo traffic) is marked with that foreign load (``‡``) wherever its figures show;
+``--require-idle`` refuses to start while the server serves such requests.
 
 A run lives on the host: when the connection drops while it measures, the command reconnects
 (waits of 1, 2, 4 ... s, for ``--reconnect-for`` seconds) and follows it on; if the host stays out of
@@ -87,6 +89,10 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--allow-overlap", action="store_true",
                    help="run even if another benchmark measures the same server now (both runs are marked "
                         "overlapped: their latency and throughput are not those of a lone run)")
+    p.add_argument("--require-idle", action="store_true",
+                   help="refuse to start a run while the server runs or queues requests spectui did not send "
+                        "(without it, such a run is measured and marked with the foreign load it shared the "
+                        "server with)")
     p.add_argument("--collect", nargs="?", const=True, default=False, metavar="RUN_ID",
                    help="fetch finished runs from the host that are not in the history yet; with RUN_ID, wait "
                         "for that run to end and fetch it")
@@ -208,7 +214,7 @@ async def _compare(args: argparse.Namespace, target: HostTarget) -> int:
             comp = await run_comparison(session, profiles, preset, repeats=args.repeat, baseline=args.baseline,
                                         engine=args.engine, store=store, on_event=progress, force=args.force,
                                         stop_after=stop_after, allow_overlap=args.allow_overlap,
-                                        reconnect=reconnect)
+                                        require_idle=args.require_idle, reconnect=reconnect)
         finally:
             progress.out.done()
         print(render_comparison(comp, args.format), end="")
@@ -245,7 +251,8 @@ async def _single(args: argparse.Namespace, target: HostTarget) -> int:
         results = []
         for conc in levels:
             handle = await start_run(reconnect.session, preset, server=server, concurrency=conc, engine=args.engine,
-                                     labels={"repeat": 1}, allow_overlap=args.allow_overlap)
+                                     labels={"repeat": 1}, allow_overlap=args.allow_overlap,
+                                     require_idle=args.require_idle)
             others = handle.started.get("overlapped_with") or []
             if others:
                 print(f"spectui: run {handle.run_id} shares {server} with run{'s' if len(others) > 1 else ''} "

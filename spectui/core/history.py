@@ -17,7 +17,9 @@ number (``p2``).
 A run that shared its server with another run (``--allow-overlap``) keeps the other runs' host
 run ids in ``overlapped_with`` (in its data, and in the ``runs.overlapped_with`` column, which
 a history file made before the column existed gains when it is opened); lists, tables and
-exports mark it.
+exports mark it. A run measured beside requests spectui did not send keeps its ``foreign_load`` (the
+share of the server's tokens and requests that were not its own) in its data; lists, tables and
+exports mark it too. A run saved before spectui measured it has none (not measured), and no mark.
 """
 
 from __future__ import annotations
@@ -34,7 +36,14 @@ from pathlib import Path
 from typing import Any
 
 from spectui.core.bench.runs import RunResult
-from spectui.core.bench.table import OVERLAP_MARK, comparison_csv, render_comparison, render_runs, to_json
+from spectui.core.bench.table import (
+    FOREIGN_MARK,
+    OVERLAP_MARK,
+    comparison_csv,
+    render_comparison,
+    render_runs,
+    to_json,
+)
 from spectui.core.errors import SpectuiError
 from spectui.core.paths import user_data_dir
 
@@ -438,6 +447,9 @@ class HistoryStore:
                 if others:
                     runs = f"run{'s' if len(others) > 1 else ''} {', '.join(others)}"
                     detail += f", {OVERLAP_MARK} overlapped with {runs}"
+                load = d.get("foreign_load") or {}
+                if load.get("marked"):
+                    detail += f", {FOREIGN_MARK} {100 * load['share']:.1f}% foreign load"
                 out.append(Entry(str(r["id"]), "run", d.get("started_at"), d.get("host") or "?", what,
                                  d.get("state") or "?", detail, others))
             for r in db.execute("SELECT id, data FROM comparisons").fetchall():

@@ -124,6 +124,8 @@ def _cell(runs: list[RunResult]) -> dict:
         "step_kind": "verify" if speculative else "decode",
         "errors": errors,
         "overlapped": {r.run_id: list(r.overlapped_with) for r in runs if r.overlapped_with},
+        "foreign": {r.run_id: {"share": r.foreign_load["share"], "requests": r.foreign_load.get("foreign_requests")}
+                    for r in runs if r.foreign},
         "speedup": None, "noise": None, "l_star": None,
     }
 
@@ -166,6 +168,8 @@ def build_comparison(results: list[RunResult], *, profiles: list[str], baseline:
             if not bcell:
                 continue
             b_tok, tok = bcell["tok_s"]["median"], cell["tok_s"]["median"]
+            if row is not base:
+                cell["foreign_baseline"] = bool(bcell.get("foreign"))
             if b_tok and tok is not None:
                 cell["speedup"] = tok / b_tok
                 cell["noise"] = False if row is base else is_noise(cell["speedup"], cell["tok_s"]["spread"],
@@ -292,7 +296,7 @@ async def run_comparison(session: Session, profiles: list[Profile], preset: Pres
                          baseline: str | None = None, engine: str = "spectui", store=None,
                          on_event: Callable[[CompareEvent], None] | None = None, force: bool = False,
                          stop_after: bool = False, switch_timeout_s: float = 1800.0,
-                         allow_overlap: bool = False,
+                         allow_overlap: bool = False, require_idle: bool = False,
                          reconnect: Callable[[Disconnected, str], Awaitable[Session]] | None = None,
                          variants: dict[str, dict] | None = None,
                          switch: Callable[[Profile], Awaitable[dict]] | None = None) -> dict:
@@ -300,7 +304,9 @@ async def run_comparison(session: Session, profiles: list[Profile], preset: Pres
 
     A run against a server that another live run measures is refused by the host (the
     ``bench_busy`` :class:`AgentCallError` ends the comparison) unless ``allow_overlap``; such
-    runs are marked overlapped, and so is their cell of the comparison.
+    runs are marked overlapped, and so is their cell of the comparison. A run measured beside requests
+    spectui did not send is marked with that foreign load, and so are its cell's figures; with
+    ``require_idle`` the host refuses such a run instead (the ``server_busy`` error ends the comparison).
 
     ``store`` (a :class:`~spectui.core.history.HistoryStore`) receives every run as it ends and
     the comparison at the end; a cancelled comparison (task cancelled, Ctrl-C) cancels the run
@@ -377,7 +383,7 @@ async def run_comparison(session: Session, profiles: list[Profile], preset: Pres
                               "profile_content": profile.redacted(), "repeat": rep + 1, "comparison_key": key}
                     handle = await start_run(session, preset, server=profile.name, concurrency=conc, engine=engine,
                                              warmup=(rep == 0), labels=labels, provenance=prov, pause_traffic=False,
-                                             allow_overlap=allow_overlap)
+                                             allow_overlap=allow_overlap, require_idle=require_idle)
                     run_id = handle.run_id
                     emit(CompareEvent("run_started", profile.name, conc, rep + 1, index, total, run_id))
 

@@ -28,6 +28,7 @@ log = logging.getLogger(__name__)
 
 FINAL_STATES = ("done", "failed", "interrupted")
 BENCH_BUSY = "bench_busy"  # the agent's error code: the server is being benchmarked by another live run
+SERVER_BUSY = "server_busy"  # the agent's error code: require_idle, and the server serves requests spectui did not send
 ENGINES = ("spectui", "sglang")
 
 
@@ -292,9 +293,10 @@ class BenchClient:
         self.session = session
 
     async def start(self, spec: dict, *, server: str | None = None, port: int | None = None,
-                    allow_overlap: bool = False) -> dict:
+                    allow_overlap: bool = False, require_idle: bool = False) -> dict:
         """Start a run; a server another live run measures is refused (``AgentCallError`` with code
-        :data:`BENCH_BUSY` and a sentence naming that run) unless ``allow_overlap``."""
+        :data:`BENCH_BUSY` and a sentence naming that run) unless ``allow_overlap``; with ``require_idle``, a
+        server running or queueing requests spectui did not send is refused too (code :data:`SERVER_BUSY`)."""
         params: dict[str, Any] = {"spec": spec}
         if server:
             params["server"] = server
@@ -302,6 +304,8 @@ class BenchClient:
             params["port"] = port
         if allow_overlap:
             params["allow_overlap"] = True
+        if require_idle:
+            params["require_idle"] = True
         return await self.session.client.call("bench.start", params, timeout=180)
 
     async def status(self, run_id: str) -> dict:
@@ -397,14 +401,16 @@ class RunHandle:
 async def start_run(session: Session, preset: Preset, *, server: str, concurrency: int | None = None,
                     engine: str = "spectui", warmup: bool = True, labels: dict | None = None,
                     provenance: dict | None = None, pause_traffic: bool = True,
-                    allow_overlap: bool = False) -> RunHandle:
+                    allow_overlap: bool = False, require_idle: bool = False) -> RunHandle:
     """Start one run of ``preset`` against the running server ``server`` (the console's ``b``).
 
     Progress arrives as ``bench_progress`` events (:meth:`BenchClient.on_progress`); the
     returned handle waits for the result or cancels the run. The demo's background traffic,
     if running, is paused until then (``pause_traffic``). A server that another live run
     measures is refused (:data:`BENCH_BUSY`) unless ``allow_overlap``; the run is then marked
-    overlapped (``started["overlapped_with"]``, and ``RunResult.overlapped_with``).
+    overlapped (``started["overlapped_with"]``, and ``RunResult.overlapped_with``). With ``require_idle`` a
+    server that runs or queues requests spectui did not send is refused (:data:`SERVER_BUSY`); without it
+    the run measures that load and its result carries it (``RunResult.foreign_load``).
     """
     prov = provenance if provenance is not None else await host_provenance(session)
     servers = (await session.client.call("servers.list", timeout=30))["servers"]
@@ -421,7 +427,8 @@ async def start_run(session: Session, preset: Preset, *, server: str, concurrenc
     spec = build_spec(preset, concurrency, warmup=warmup, engine=engine, labels=lab)
     restore = await pause_demo_traffic(session) if pause_traffic else None
     try:
-        started = await BenchClient(session).start(spec, server=server, allow_overlap=allow_overlap)
+        started = await BenchClient(session).start(spec, server=server, allow_overlap=allow_overlap,
+                                                   require_idle=require_idle)
     except BaseException:
         if restore is not None:
             await restore()

@@ -21,6 +21,8 @@ STEP_NOTE = ("step ms: per decode step (plain) or per verify step (speculative),
              "L* = speculative step time / baseline step time, the accept length at which speculation breaks even")
 OVERLAP_MARK = "†"
 OVERLAP_NOTE = "its latency and throughput are not those of a lone run"
+FOREIGN_MARK = "‡"
+FOREIGN_NOTE = "its figures are not those of a lone run"
 
 
 def _num(x: Any, nd: int = 1) -> str:
@@ -76,6 +78,45 @@ def overlap_sentence(run: dict, refs: dict | None = None) -> str | None:
     return f"overlapped with {_runs_phrase([_ref(run.get('host'), o, refs) for o in others])}: {OVERLAP_NOTE}"
 
 
+# ---------------------------------------------------------------------------------------------
+# Foreign load: the server served requests spectui did not send while the run measured
+# ---------------------------------------------------------------------------------------------
+
+def foreign_phrase(share: float, requests: int | None) -> str:
+    """``9.0% of the tokens the server generated while it measured (3 requests) were not this run's``."""
+    reqs = "" if requests is None else f" ({requests} request{'' if requests == 1 else 's'})"
+    return f"{100 * share:.1f}% of the tokens the server generated while it measured{reqs} were not this run's"
+
+
+def foreign_share(run: dict) -> float | None:
+    """The run's measured foreign share (0 for a quiet run); None where it was not measured or not known."""
+    load = run.get("foreign_load") or {}
+    return load.get("share") if load.get("known") else None
+
+
+def foreign_sentence(run: dict) -> str | None:
+    """``shared its server: 9.0% of the tokens ...: its figures are not those of a lone run`` (None: not marked)."""
+    load = run.get("foreign_load") or {}
+    if not load.get("marked"):
+        return None
+    return f"shared its server: {foreign_phrase(load['share'], load.get('foreign_requests'))}: {FOREIGN_NOTE}"
+
+
+def foreign_detail(run: dict) -> str:
+    """What a run's detail says of the load beside it, marked or not."""
+    load = run.get("foreign_load")
+    if load is None:
+        return "foreign load not measured"
+    if not load.get("known"):
+        return f"foreign load not known ({load.get('why') or 'the server did not say'})"
+    return f"{FOREIGN_MARK} {foreign_sentence(run)}" if load.get("marked") else \
+        "no foreign load: the server served only spectui's requests while it measured"
+
+
+def _with_mark(text: str, mark: bool, sign: str = FOREIGN_MARK) -> str:
+    return f"{text} {sign}" if mark else text
+
+
 def _marked(name: str, overlapped: bool) -> str:
     return f"{name} {OVERLAP_MARK}" if overlapped else name
 
@@ -93,7 +134,12 @@ def _tok(cell: dict) -> str:
     text = _num(t["median"])
     if t.get("spread") is not None:
         text += f" ±{100 * t['spread']:.1f}%"
-    return text
+    return _with_mark(text, bool(cell.get("foreign")))
+
+
+def _speedup_foreign(cell: dict) -> bool:
+    """A speedup made of a figure measured beside foreign load (the cell's, or its baseline's)."""
+    return bool(cell.get("foreign") or cell.get("foreign_baseline"))
 
 
 def _speedup(cell: dict, is_base: bool) -> str:
@@ -101,7 +147,7 @@ def _speedup(cell: dict, is_base: bool) -> str:
         return "baseline"
     if cell.get("speedup") is None:
         return "-"
-    return f"{cell['speedup']:.2f}x" + (" (noise)" if cell.get("noise") else "")
+    return _with_mark(f"{cell['speedup']:.2f}x" + (" (noise)" if cell.get("noise") else ""), _speedup_foreign(cell))
 
 
 def _accept(cell: dict) -> str:
@@ -179,6 +225,7 @@ def _rows_sweep(comp: dict) -> tuple[list[str], list[list[str]]]:
             text = f"{_num(cell['tok_s']['median'])} tok/s"
             if row["name"] != comp["baseline"] and cell.get("speedup") is not None:
                 text += f" {cell['speedup']:.2f}x" + ("~" if cell.get("noise") else "")
+            text = _with_mark(text, _speedup_foreign(cell))
             if cell.get("l_star") is not None:
                 acc = cell.get("accept_length") or {}
                 length = acc.get("per_request") if acc.get("per_request") is not None else acc.get("metrics")
@@ -268,10 +315,16 @@ def _notes(comp: dict) -> list[str]:
     sweep = len(comp["concurrencies"]) != 1
     for row in comp["profiles"]:
         for c, cell in row["cells"].items():
+            where = f"{row['name']} at concurrency {c}" if sweep else row["name"]
             for run_id, others in sorted((cell.get("overlapped") or {}).items()):
-                where = f"{row['name']} at concurrency {c}" if sweep else row["name"]
                 notes.append(f"{OVERLAP_MARK} {where}, run {run_id}, overlapped with {_runs_phrase(list(others))}: "
                              f"{OVERLAP_NOTE}")
+            for run_id, f in sorted((cell.get("foreign") or {}).items()):
+                notes.append(f"{FOREIGN_MARK} {where}, run {run_id}: {foreign_phrase(f['share'], f.get('requests'))}: "
+                             f"{FOREIGN_NOTE}")
+    if any(cell.get("foreign_baseline") for row in comp["profiles"] for cell in row["cells"].values()):
+        notes.append(f"{FOREIGN_MARK} on a speedup: the baseline's figure it is set against was measured beside "
+                     "requests spectui did not send")
     return notes
 
 
@@ -301,7 +354,8 @@ def render_comparison(comp: dict, fmt: str = "text") -> str:
 CSV_FIELDS = ("profile", "concurrency", "baseline", "runs", "out_tok_s_median", "out_tok_s_min", "out_tok_s_max",
               "spread", "speedup", "noise", "accept_length_per_request", "accept_length_metrics", "accept_rate",
               "accept_rate_formula", "ttft_p50_ms", "ttft_p99_ms", "itl_p50_ms", "itl_p99_ms", "step_ms", "step_kind",
-              "l_star", "errors", "interrupted_runs", "predicted_l_star", "overlapped_runs")
+              "l_star", "errors", "interrupted_runs", "predicted_l_star", "overlapped_runs", "foreign_load_runs",
+              "foreign_share_max")
 
 
 def comparison_rows(comp: dict) -> list[dict]:
@@ -326,6 +380,8 @@ def comparison_rows(comp: dict) -> list[dict]:
                 "l_star": cell.get("l_star"), "errors": cell.get("errors"), "interrupted_runs": cell.get("interrupted"),
                 "predicted_l_star": (row.get("predicted_l_star") or {}).get("value") if str(c) == "1" else None,
                 "overlapped_runs": " ".join(sorted(cell.get("overlapped") or {})) or None,
+                "foreign_load_runs": " ".join(sorted(cell.get("foreign") or {})) or None,
+                "foreign_share_max": max((f["share"] for f in (cell.get("foreign") or {}).values()), default=None),
             })
     return out
 
@@ -379,7 +435,7 @@ def bar_chart(comp: dict, width: int = 40, concurrency: int | None = None) -> st
 RUN_FIELDS = ("id", "run_id", "when", "host", "profile", "preset", "concurrency", "repeat", "engine", "state",
               "out_tok_s", "accept_length_per_request", "accept_length_metrics", "accept_rate", "accept_rate_formula",
               "ttft_p50_ms", "ttft_p99_ms", "itl_p50_ms", "itl_p99_ms", "e2e_p50_ms", "step_ms", "requests", "errors",
-              "sglang_version", "profile_hash", "overlapped_with")
+              "sglang_version", "profile_hash", "overlapped_with", "foreign_share")
 
 
 def run_row(run: dict) -> dict:
@@ -399,6 +455,7 @@ def run_row(run: dict) -> dict:
         "e2e_p50_ms": (s.get("e2e_ms") or {}).get("p50"), "step_ms": s.get("step_ms"),
         "requests": s.get("requests"), "errors": s.get("errors"), "sglang_version": run.get("sglang_version"),
         "profile_hash": run.get("profile_hash"), "overlapped_with": " ".join(run.get("overlapped_with") or []) or None,
+        "foreign_share": foreign_share(run),
     }
 
 
@@ -422,8 +479,9 @@ def _cellfmt(key: str, v: Any) -> str:
 
 
 def render_runs(runs: list[dict], fmt: str = "text", refs: dict | None = None) -> str:
-    """Runs as a table; an overlapped run is marked (``†``) and footnoted. ``refs`` ({(host, run_id):
-    history id}) names the other runs by their history ids where known."""
+    """Runs as a table; an overlapped run is marked (``†``) and footnoted, and so is the output tok/s of one
+    measured beside foreign load (``‡``). ``refs`` ({(host, run_id): history id}) names the other runs by
+    their history ids where known."""
     rows = [run_row(r) for r in runs]
     if fmt == "json":
         return to_json({"kind": "runs", "runs": runs})
@@ -437,6 +495,12 @@ def render_runs(runs: list[dict], fmt: str = "text", refs: dict | None = None) -
         if sentence:
             line[MD_RUN_COLUMNS.index("profile")] = _marked(line[MD_RUN_COLUMNS.index("profile")], True)
             overlaps.append(f"{OVERLAP_MARK} run {run.get('id') or run['run_id']} {sentence}")
+        load = run.get("foreign_load") or {}
+        if load.get("marked"):
+            col = MD_RUN_COLUMNS.index("out_tok_s")
+            line[col] = _with_mark(line[col], True)
+            overlaps.append(f"{FOREIGN_MARK} run {run.get('id') or run['run_id']}: "
+                            f"{foreign_phrase(load['share'], load.get('foreign_requests'))}: {FOREIGN_NOTE}")
         cells.append(line)
     if fmt == "markdown":
         rates = sorted({r["accept_rate_formula"] for r in rows if r["accept_rate_formula"]})
@@ -494,6 +558,7 @@ def render_run_detail(run: dict, refs: dict | None = None) -> str:
     sentence = overlap_sentence(run, refs)
     if sentence:
         lines.append(f"{OVERLAP_MARK} {sentence}")
+    lines.append(foreign_detail(run))
     gpus = run.get("gpus") or []
     hw = f"{len(gpus)} x {gpus[0]}" if gpus and len(set(gpus)) == 1 else (", ".join(gpus) or "GPUs unknown")
     lines.append(f"{hw}; SGLang {run.get('sglang_version') or '?'}; spectui {run.get('spectui_version')}; "
