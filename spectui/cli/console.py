@@ -7,6 +7,7 @@ options, the telemetry rate, the theme and the keymap (:mod:`spectui.core.settin
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 from pathlib import Path
 
@@ -33,7 +34,7 @@ def _writable_here(path: str) -> bool:
         print(f"spectui: --record {path} is a folder; give a file name, such as {p / 'session.spectui.gz'}.",
               file=sys.stderr)
         return False
-    if p.exists():
+    if os.path.lexists(p):   # a link too, even one that points nowhere: a recording never writes through one
         print(f"spectui: --record {path} exists; give another file name (a recording is never overwritten).",
               file=sys.stderr)
         return False
@@ -226,14 +227,15 @@ def run(args: argparse.Namespace) -> int:
 def run_replay(args: argparse.Namespace) -> int:
     from spectui.core.recording import RecordingError, read_recording
     from spectui.core.replay import ReplayLink
+    from spectui.core.textsafe import visible
 
     try:
         recording = read_recording(args.file)
-    except RecordingError as exc:
-        print(f"spectui: {exc}.", file=sys.stderr)
-        return 1
-    try:
         replay = ReplayLink(recording, speed=args.speed)
+        replay.check_playable()
+    except RecordingError as exc:
+        print(f"spectui: {visible(str(exc))}.", file=sys.stderr)
+        return 1
     except ValueError as exc:
         print(f"spectui: {exc}.", file=sys.stderr)
         return 2

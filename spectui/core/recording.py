@@ -112,10 +112,10 @@ def _same(a: Path, b: Path) -> bool:
         return False
 
 
-def create_new(path: Path) -> int:
-    """A file descriptor of ``path`` created now, 0600, for writing; never through a link, never over a file
-    (``FileExistsError``, also for a link that points nowhere)."""
-    fd = os.open(path, _CREATE, 0o600)
+def create_new(path: Path, *, dir_fd: int | None = None) -> int:
+    """A file descriptor of ``path`` (in the folder ``dir_fd``, when given) created now, 0600, for writing;
+    never through a link, never over a file (``FileExistsError``, also for a link that points nowhere)."""
+    fd = os.open(path, _CREATE, 0o600, dir_fd=dir_fd)
     os.fchmod(fd, 0o600)
     return fd
 

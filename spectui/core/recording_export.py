@@ -12,6 +12,12 @@ as the console's charts leave a gap)::
     spectui_break_even_accept_length{server, source}  L*, measured or predicted, as the console showed it
     spectui_alert{rule, subject}                   1 while an alert is active, 0 when it clears
 
+A figure that is not finite (``NaN``, an infinity: a gauge the host could not read) is not a sample and is
+left out of every form. CSV cells that a spreadsheet would run as a formula (starting ``=``, ``+``, ``-`` or
+``@``, as OWASP's CSV injection guidance lists) are written as text, behind a single quote; a number stays a
+number. Every file is created new and private (0600; a folder created for CSV is 0700), never through a
+link; one that exists is replaced only when asked (``replace``), by a new file put in its place.
+
 The Prometheus form is OpenMetrics text with timestamps, which ``promtool tsdb create-blocks-from
 openmetrics FILE DIR`` loads into an existing Prometheus (https://prometheus.io/docs/prometheus/latest/storage/#backfilling-from-openmetrics-format);
 the Grafana dashboard shipped in ``spectui/data/grafana/spectui.json`` reads these names.
@@ -20,15 +26,18 @@ the Grafana dashboard shipped in ``spectui/data/grafana/spectui.json`` reads the
 from __future__ import annotations
 
 import csv
+import errno
+import hashlib
 import io
 import json
 import math
+import os
 import re
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from spectui.core.recording import Recording
+from spectui.core.recording import Recording, create_new, private_folder
 
 FORMATS = ("csv", "json", "prometheus")
 HELP = {
@@ -45,6 +54,10 @@ HELP = {
     "spectui_alert": "1 while a spectui alert is active, 0 once it cleared",
 }
 UNITS = {"spectui_gpu_memory_used_bytes": "bytes", "spectui_gpu_power_watts": "watts"}
+#: What a spreadsheet reads as the start of a formula (OWASP, CSV injection).
+FORMULA_STARTS = ("=", "+", "-", "@", "\t", "\r")
+#: The longest series file name kept as it is; a longer one is cut and made unique with a hash.
+NAME_MAX = 160
 
 
 @dataclass
@@ -57,7 +70,10 @@ class Series:
     def name(self) -> str:
         """A file-safe name, e.g. ``spectui_accept_length-server=kimi-eagle3-source=metrics-counters``."""
         parts = [self.metric, *(f"{k}={v}" for k, v in self.labels)]
-        return re.sub(r"[^A-Za-z0-9_.=-]+", "_", "-".join(parts))
+        name = re.sub(r"[^A-Za-z0-9_.=-]+", "_", "-".join(parts))
+        if len(name) > NAME_MAX:
+            name = name[:NAME_MAX] + "-" + hashlib.sha256("-".join(parts).encode()).hexdigest()[:12]
+        return name
 
 
 def _fresh(m: object) -> float | None:
@@ -75,7 +91,7 @@ def series(rec: Recording, start_s: float = 0.0, end_s: float | None = None) -> 
     out: dict[tuple[str, tuple], Series] = {}
 
     def add(metric: str, labels: dict[str, object], t: float, value: float | None) -> None:
-        if value is None:
+        if value is None or not math.isfinite(value):
             return
         key = (metric, tuple((k, str(v)) for k, v in labels.items()))
         s = out.get(key)
@@ -117,12 +133,17 @@ def series(rec: Recording, start_s: float = 0.0, end_s: float | None = None) -> 
     return list(out.values())
 
 
+def cell(text: str) -> str:
+    """``text`` as a CSV cell no spreadsheet runs: a formula's first character behind a single quote."""
+    return "'" + text if text.startswith(FORMULA_STARTS) else text
+
+
 def to_csv(s: Series) -> str:
     buf = io.StringIO()
     w = csv.writer(buf, lineterminator="\n")
-    w.writerow(["time", *(k for k, _ in s.labels), s.metric])
-    for t, v in s.points:
-        w.writerow([f"{t:.3f}", *(v_ for _, v_ in s.labels), repr(v)])
+    w.writerow(["time", *(cell(k) for k, _ in s.labels), s.metric])
+    for t, v in s.points:   # the time and the value are numbers spectui formats: never a formula
+        w.writerow([f"{t:.3f}", *(cell(v_) for _, v_ in s.labels), repr(v)])
     return buf.getvalue()
 
 
@@ -154,18 +175,67 @@ def to_openmetrics(all_series: Iterable[Series]) -> str:
     return "\n".join(lines) + "\n"
 
 
-def export(rec: Recording, fmt: str, out: Path, *, start_s: float = 0.0, end_s: float | None = None) -> list[Path]:
-    """Write ``rec`` as ``fmt`` under ``out`` (a folder for CSV, one file otherwise); the paths written."""
+def _folder(path: Path, *, follow: bool) -> int:
+    """A descriptor of the folder ``path`` (created 0700 when missing); unless ``follow``, never through a link
+    (``ELOOP``)."""
+    private_folder(path)
+    flags = os.O_RDONLY | os.O_DIRECTORY | getattr(os, "O_CLOEXEC", 0)
+    return os.open(path, flags if follow else flags | getattr(os, "O_NOFOLLOW", 0))
+
+
+def write_new(folder: int, name: str, text: str, *, replace: bool = False) -> None:
+    """Write ``name`` in the folder ``folder`` (a descriptor) as a new private file. Where ``name`` exists,
+    ``FileExistsError``; with ``replace``, a new file takes its place (a link is replaced, never followed)."""
+    target = f".{name}.{os.getpid()}.tmp" if replace else name
+    fd = create_new(Path(target), dir_fd=folder)
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8") as f:
+            f.write(text)
+        if replace:
+            os.replace(target, name, src_dir_fd=folder, dst_dir_fd=folder)
+    except BaseException:
+        if replace:
+            os.unlink(target, dir_fd=folder)
+        raise
+
+
+def export(rec: Recording, fmt: str, out: Path, *, start_s: float = 0.0, end_s: float | None = None,
+           replace: bool = False) -> list[Path]:
+    """Write ``rec`` as ``fmt`` under ``out`` (a folder for CSV, one file otherwise); the paths written.
+
+    Raises ``FileExistsError`` for a file that exists (unless ``replace``), ``OSError`` (``ELOOP``) for a CSV
+    folder that is a link. CSV writes nothing unless every file can be written new."""
     all_series = series(rec, start_s, end_s)
     if fmt == "csv":
-        out.mkdir(parents=True, exist_ok=True)
-        paths = []
-        for s in all_series:
-            p = out / f"{s.name}.csv"
-            p.write_text(to_csv(s))
-            paths.append(p)
-        return paths
+        files = _csv_files(all_series)
+        folder = _folder(out, follow=False)
+        try:
+            if not replace:
+                taken = sorted(set(os.listdir(folder)) & set(files))
+                if taken:
+                    raise FileExistsError(errno.EEXIST, os.strerror(errno.EEXIST), str(out / taken[0]))
+            for name, text in files.items():
+                write_new(folder, name, text, replace=replace)
+        finally:
+            os.close(folder)
+        return [out / name for name in files]
     text = to_json(all_series, rec.header) if fmt == "json" else to_openmetrics(all_series)
-    out.parent.mkdir(parents=True, exist_ok=True)
-    out.write_text(text)
+    folder = _folder(out.parent, follow=True)   # the user's folder, wherever it is; the file itself is new
+    try:
+        write_new(folder, out.name, text, replace=replace)
+    finally:
+        os.close(folder)
     return [out]
+
+
+def _csv_files(all_series: list[Series]) -> dict[str, str]:
+    """``{file name: CSV}``, every series in its own file: names that came out the same (labels differing only
+    in characters a file name cannot hold) are numbered."""
+    out: dict[str, str] = {}
+    for s in all_series:
+        name, n = f"{s.name}.csv", 1
+        while name in out:
+            n += 1
+            name = f"{s.name}-{n}.csv"
+        out[name] = to_csv(s)
+    return out
