@@ -9,7 +9,9 @@ Before any value is built, the file is held to limits that no profile comes near
 file (an alias "billion laughs", brackets nested a thousand deep, a log file opened by mistake)
 is refused in one sentence naming the file and line instead of eating seconds and gigabytes:
 ``MAX_FILE_BYTES``, ``MAX_NODES`` (nodes once every alias is expanded), ``MAX_DEPTH``
-(nesting, aliases expanded), and no alias inside the node it names.
+(nesting, aliases expanded), and no alias inside the node it names. A character YAML does not allow
+in a file (NUL, a raw ESC, other control characters: YAML 1.1's printable set) is refused the same
+way, at its line and column.
 """
 
 from __future__ import annotations
@@ -78,6 +80,17 @@ def yaml_problem(exc: yaml.YAMLError, path: str) -> ProfileError:
         line=mark.line + 1 if mark is not None else None,
         column=mark.column + 1 if mark is not None else None,
     )
+
+
+def _unprintable(exc: yaml.reader.ReaderError, text: str, path: str) -> ProfileError:
+    """One sentence for a character YAML does not allow, located by its position in ``text``; the character
+    itself is named by its code (never written: it may be an escape sequence)."""
+    position = min(max(exc.position, 0), len(text))
+    line = text.count("\n", 0, position) + 1
+    column = position - (text.rfind("\n", 0, position) + 1) + 1
+    return ProfileError(f"the file holds the control character U+{exc.character:04X}, which YAML does not allow; "
+                        "remove it (inside double quotes, write it as an escape such as \\x1b)",
+                        path=path, line=line, column=column)
 
 
 def _refusal(message: str, path: str, mark: yaml.Mark | None) -> ProfileError:
@@ -182,7 +195,10 @@ def parse_yaml(text: str, path: str | Path) -> YamlDocument:
     spath = str(path)
     if len(text) > MAX_FILE_BYTES:
         raise _file_too_large(len(text.encode("utf-8", "replace")), spath)
-    loader = _BoundedLoader(text, spath)
+    try:
+        loader = _BoundedLoader(text, spath)   # checks every character first
+    except yaml.reader.ReaderError as exc:
+        raise _unprintable(exc, text, spath) from None
     try:
         try:
             node = loader.get_single_node()
