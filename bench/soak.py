@@ -1,7 +1,7 @@
 """Long-run growth of the agent and of the console's live link: memory, threads and file
 descriptors, with telemetry at 10 Hz and the demo traffic on.
 
-    python3 bench/soak.py [--seconds 600] [--warmup 30] [--history 3600]
+    python3 bench/soak.py [--seconds 600] [--warmup 30] [--history 3600] [--churn [--churn-every 3]]
 
 On a private simulated host (the machinery of ``spectui demo``), the console's core link
 (``HostLink``: the agent session, GPU frames and server frames kept in its bounded history)
@@ -9,10 +9,18 @@ connects with GPU telemetry and server frames both at 10 Hz, starts kimi-eagle3 
 traffic (one request at a time), and runs for ``--seconds``. RSS, threads and open file
 descriptors of the agent and of this process (the console's side) are read after the warm-up
 and at the end, each as the least of ten readings over two seconds (a connection that lives for
-one poll is not a leak; a leaked one is in every reading). The warm-up lasts at least until the console's history rings are full
+one poll is not a leak; a leaked one is in every reading; with ``--churn``, readings over two churn
+periods). The warm-up lasts at least until the console's history rings are full
 (``--history`` frames at 10 Hz) and the agent's metrics window is (60 s of snapshots), since
 filling them is growth by design. Floor: after the warm-up, RSS grows
 by at most 2 MB in each process, threads and file descriptors not at all.
+
+``--churn``: the same on this machine as a real host (``-H local``: the agent finds the servers
+running here), where a simulated server started by hand serves a foreign streaming load (not
+spectui's traffic) and, every ``--churn-every`` seconds, another process that looks like an SGLang
+server appears (in turn one that never answers, one that answers a byte a second, one that answers
+at once; tests/support/crowded.py) and the oldest of them vanishes once more than ``--churn-keep``
+run. Found servers come and go through the whole measured window.
 """
 
 from __future__ import annotations
@@ -21,14 +29,18 @@ import argparse
 import asyncio
 import dataclasses
 import os
+import signal
+import subprocess
 import sys
 import tempfile
 import time
+import urllib.request
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
+from spectui.agent.protocol import Method  # noqa: E402
 from spectui.agent.servers.figures import HISTORY_S as AGENT_WINDOW_S  # noqa: E402
 from spectui.core.live import HostLink  # noqa: E402
 from spectui.core.profiles import load_profiles  # noqa: E402
@@ -36,11 +48,19 @@ from spectui.core.servers import ServerControl  # noqa: E402
 from spectui.core.session import HostTarget  # noqa: E402
 
 from demo_host import free_port, interruptible, stop_everything, wait_for  # noqa: E402  (this folder)
+from tests.support.crowded import CrowdedHost  # noqa: E402
+from tests.support.procs import pid_alive  # noqa: E402
 
 SCRIPT = "soak"
 HZ = 10.0
 RSS_FLOOR_KB = 2048
 PROFILE = "kimi-eagle3"
+CHURN_KINDS = ("silent", "trickling", "answering")
+# the server found running in --churn: kimi-eagle3's launch, by hand (spectui did not start it)
+STEADY_ARGS = ["--model-path", "moonshotai/Kimi-K2.5", "--tp-size", "8", "--enable-metrics", "--sim-hardware",
+               "pcie-8gpu", "--sim-load-time", "1", "--speculative-algorithm", "EAGLE3",
+               "--speculative-draft-model-path", "lightseekorg/kimi-k2.5-eagle3", "--speculative-num-steps", "3",
+               "--speculative-eagle-topk", "1", "--speculative-num-draft-tokens", "4"]
 
 
 
@@ -75,9 +95,45 @@ def line(label: str, u: dict) -> str:
 
 
 
+async def measure(args, link: HostLink, serving: str, what: str, samples: int = 10) -> int:
+    """Warm up, then read both processes' usage at the start and the end of ``--seconds`` (each the least
+    of ``samples`` readings 0.2 s apart); print and judge."""
+    await wait_for(lambda: serving in link.series, 60, "the first server frame", SCRIPT)
+    agent_pid = int(link.session.hello["pid"])
+    me = os.getpid()
+    warmup = max(args.warmup, args.history / HZ, AGENT_WINDOW_S) + 5
+    await asyncio.sleep(warmup)
+    version0 = link.version
+    start = {"agent": await settled_usage(agent_pid, samples), "console": await settled_usage(me, samples)}
+    t0 = time.monotonic()
+    await asyncio.sleep(args.seconds)
+    end = {"agent": await settled_usage(agent_pid, samples), "console": await settled_usage(me, samples)}
+    events = link.version - version0
+    took = time.monotonic() - t0
+    print(f"soak: {took:.0f} s after a {warmup:.0f} s warm-up; GPU and server frames at {HZ:g} Hz, "
+          f"{what}; {events} events received ({events / took:.1f}/s)")
+    ok = True
+    for who in ("agent", "console"):
+        a, b = start[who], end[who]
+        print(line(f"{who} after warm-up", a))
+        print(line(f"{who} at the end", b))
+        grew = b["rss_kb"] - a["rss_kb"]
+        bad = grew > RSS_FLOOR_KB or b["threads"] > a["threads"] or b["fds"] > a["fds"]
+        ok = ok and not bad
+        print(f"  {who} growth: RSS {grew / 1024:+.2f} MB, threads {b['threads'] - a['threads']:+d}, "
+              f"fds {b['fds'] - a['fds']:+d}")
+    return 0 if ok else 1
+
+
+def verdict(code: int) -> int:
+    print(f"floor (RSS +{RSS_FLOOR_KB // 1024} MB at most, no new threads or fds): {'PASS' if code == 0 else 'FAIL'}")
+    return code
+
+
 async def soak(args) -> int:
     profile = dataclasses.replace(load_profiles().get(PROFILE), port=free_port())  # beside any other demo
     with tempfile.TemporaryDirectory(prefix="spectui-soak-", ignore_cleanup_errors=True) as tmp:
+        print(f"soak: the host's state in {tmp}", flush=True)
         target = HostTarget.demo(str(Path(tmp) / "state"))
         link = HostLink(target, gpu_interval_s=1 / HZ,
                         server_interval_s=1 / HZ, history=args.history)
@@ -93,36 +149,113 @@ async def soak(args) -> int:
                 print(f"soak: {PROFILE} did not become ready: {r['server'].get('reason')}", file=sys.stderr)
                 return 1
             await session.client.call("traffic.start", {"concurrency": 1})
-            await wait_for(lambda: PROFILE in link.series, 30, "the first server frame", SCRIPT)
-            agent_pid = int(session.hello["pid"])
-            me = os.getpid()
-            warmup = max(args.warmup, args.history / HZ, AGENT_WINDOW_S) + 5
-            await asyncio.sleep(warmup)
-            version0 = link.version
-            start = {"agent": await settled_usage(agent_pid), "console": await settled_usage(me)}
-            t0 = time.monotonic()
-            await asyncio.sleep(args.seconds)
-            end = {"agent": await settled_usage(agent_pid), "console": await settled_usage(me)}
-            events = link.version - version0
-            took = time.monotonic() - t0
+            code = await measure(args, link, PROFILE, f"demo traffic on, {PROFILE} serving")
         finally:
             await stop_everything(link, target, SCRIPT)  # also when interrupted: leave no server running
             await link.close()
             runner.cancel()
-    print(f"soak: {took:.0f} s after a {warmup:.0f} s warm-up; GPU and server frames at {HZ:g} Hz, "
-          f"demo traffic on, {PROFILE} serving; {events} events received ({events / took:.1f}/s)")
-    ok = True
-    for who in ("agent", "console"):
-        a, b = start[who], end[who]
-        print(line(f"{who} after warm-up", a))
-        print(line(f"{who} at the end", b))
-        grew = b["rss_kb"] - a["rss_kb"]
-        bad = grew > RSS_FLOOR_KB or b["threads"] > a["threads"] or b["fds"] > a["fds"]
-        ok = ok and not bad
-        print(f"  {who} growth: RSS {grew / 1024:+.2f} MB, threads {b['threads'] - a['threads']:+d}, "
-              f"fds {b['fds'] - a['fds']:+d}")
-    print(f"floor (RSS +{RSS_FLOOR_KB // 1024} MB at most, no new threads or fds): {'PASS' if ok else 'FAIL'}")
-    return 0 if ok else 1
+    return verdict(code)
+
+
+class Churn:
+    """Stand-ins that appear every ``every`` seconds, in turn of :data:`CHURN_KINDS`; the oldest is
+    killed once more than ``keep`` run."""
+
+    def __init__(self, crowd: CrowdedHost, every: float, keep: int):
+        self.crowd, self.every, self.keep = crowd, every, keep
+        self.started: list[int] = []
+        self.ended = 0
+
+    async def run(self) -> None:
+        n = 0
+        while True:
+            stub = await asyncio.to_thread(self.crowd.spawn, CHURN_KINDS[n % len(CHURN_KINDS)])
+            self.started.append(stub.pid)
+            n += 1
+            while len(self.crowd.stubs) > self.keep:
+                await asyncio.to_thread(self.crowd.kill, self.crowd.stubs[0])
+                self.ended += 1
+            await asyncio.sleep(self.every)
+
+
+async def watch_found(link: HostLink, every: float) -> None:
+    """Ask for the frames of every server found running, as a console showing them all does, each time
+    the found ones change."""
+    asked = None
+    while True:
+        names = sorted(n for n, r in link.servers.items() if r.get("origin") == "external"
+                       and r.get("state") not in ("stopped", "failed", "crashed"))
+        if names != asked and link.session is not None:
+            await link.session.client.call(Method.SERVER_TELEMETRY_WATCH, {"servers": names})
+            asked = names
+        await asyncio.sleep(every)
+
+
+def start_steady(state: Path, port: int, log: Path) -> subprocess.Popen:
+    """A simulated server started by hand in a session of its own, its GPUs in the host's state folder."""
+    env = dict(os.environ, PYTHONPATH=str(ROOT))
+    env.pop("CUDA_VISIBLE_DEVICES", None)
+    with open(log, "wb") as out:
+        return subprocess.Popen([sys.executable, "-m", "spectui.sim.server", *STEADY_ARGS, "--port", str(port),
+                                 "--sim-state", str(state)], stdin=subprocess.DEVNULL, stdout=out,
+                                stderr=subprocess.STDOUT, env=env, cwd=str(ROOT), start_new_session=True)
+
+
+async def churn_soak(args) -> int:
+    with tempfile.TemporaryDirectory(prefix="spectui-soak-", ignore_cleanup_errors=True) as tmp:
+        print(f"soak: the host's state in {tmp}", flush=True)
+        state = Path(tmp) / "state"
+        state.mkdir()
+        port = free_port()
+        crowd = CrowdedHost(silent=0, trickling=0, tmpdir=Path(tmp) / "stubs")
+        churn = Churn(crowd, args.churn_every, args.churn_keep)
+        target = HostTarget(kind="local", state_dir=str(state))
+        link = HostLink(target, gpu_interval_s=1 / HZ, server_interval_s=1 / HZ, history=args.history)
+        runner = churner = watcher = None
+        steady = start_steady(state, port, Path(tmp) / "steady.log")
+        try:
+            crowd.start()
+            await wait_for(lambda: steady_ready(port) or steady.poll() is not None, 60, "the hand-started server",
+                           SCRIPT)
+            if steady.poll() is not None:
+                print(f"soak: the hand-started server exited: {(Path(tmp) / 'steady.log').read_text()[-2000:]}",
+                      file=sys.stderr)
+                return 1
+            crowd.aim_load("127.0.0.1", port, concurrency=1)
+            churner = asyncio.create_task(churn.run())
+            runner = asyncio.create_task(link.run())
+            await wait_for(lambda: link.connected or runner.done(), 120, "connecting to this machine", SCRIPT)
+            if runner.done():
+                runner.result()
+            watcher = asyncio.create_task(watch_found(link, 0.5))
+            code = await measure(args, link, f"ext-{port}", f"a foreign load on ext-{port}, a found server "
+                                 f"appearing every {args.churn_every:g} s ({len(CHURN_KINDS)} kinds in turn, at most "
+                                 f"{args.churn_keep} at once)",
+                                 # readings over two churn periods: a probe of a server that never answers
+                                 # holds its connection for its timeout, a leaked one for good
+                                 samples=max(10, int(2 * args.churn_every / 0.2)))
+            print(f"churn: {len(churn.started)} found servers appeared, {churn.ended} vanished; the foreign load "
+                  f"got {crowd.foreign_stats()['tokens']} tokens")
+        finally:
+            for task in (watcher, churner, runner):
+                if task is not None:
+                    task.cancel()
+            await link.close()
+            crowd.stop()
+            os.killpg(steady.pid, signal.SIGKILL)
+            steady.wait()
+    alive = [p for p in churn.started if pid_alive(p)]
+    print(f"churn: {len(churn.started) - len(alive)} of the {len(churn.started)} stand-ins it started have ended"
+          + (f"; still running: {alive}" if alive else ""))
+    return verdict(code if not alive else 1)
+
+
+def steady_ready(port: int) -> bool:
+    try:
+        with urllib.request.urlopen(f"http://127.0.0.1:{port}/health", timeout=2) as r:
+            return r.status == 200
+    except OSError:
+        return False
 
 
 def main() -> int:
@@ -132,7 +265,15 @@ def main() -> int:
                     "the history is full (default 30)")
     ap.add_argument("--history", type=int, default=3600, help="frames the link keeps per series, as the console "
                     "(default 3600)")
+    ap.add_argument("--churn", action="store_true", help="on this machine as a real host, with found servers "
+                    "appearing and vanishing (see above)")
+    ap.add_argument("--churn-every", type=float, default=3.0, help="with --churn: seconds between two found "
+                    "servers appearing (default 3)")
+    ap.add_argument("--churn-keep", type=int, default=3, help="with --churn: found servers running at once "
+                    "(default 3)")
     args = ap.parse_args()
+    if args.churn:
+        return asyncio.run(interruptible(churn_soak(args), SCRIPT, "the processes it started were ended"))
     return asyncio.run(interruptible(soak(args), SCRIPT))
 
 
