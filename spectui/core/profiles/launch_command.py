@@ -5,6 +5,11 @@ log 2>&1 &``, ``\\``-newline continuations, comments, several lines of a script,
 run ... IMAGE python3 -m sglang.launch_server ...``. ``read_launch_command`` finds the one SGLang
 launch in such text and returns its environment and server arguments, never running a shell.
 
+Quoting reads as bash reads it: ``'...'``, ``"..."``, backslashes, and bash's ANSI-C quoting ``$'...'``
+(``\\n``, ``\\t``, ``\\e``, ``\\'``, ``\\xHH``, ``\\NNN`` octal, ``\\uHHHH``, ``\\cX``; the value ends at a NUL, as a
+C string does; bash's lib/sh/strtrans.c, ``ansicstr``). Text longer than :data:`MAX_COMMAND_BYTES` is
+refused before it is read.
+
 Shell variables (``$NAME``, ``${NAME}``) become ``${NAME}`` references, the form profiles use for
 values taken from the host's environment. Anything a shell would have to compute (``$(...)``,
 backticks, ``${NAME:-default}``) ends in a ``LaunchCommandError``, as do unclosed quotes and
@@ -45,6 +50,13 @@ _DOCKER_VALUED = {
 _SUDO_VALUED = {"-u", "--user", "-g", "--group", "-C", "-D", "-h", "-p", "-r", "-t", "-U"}
 _SIMPLE_WRAPPERS = {"nohup", "exec", "time", "command", "builtin"}
 _SHELLS = {"sh", "bash", "zsh", "dash"}
+#: The longest text read as a launch command: a real one, script lines and all, is a few KB.
+MAX_COMMAND_BYTES = 256 * 1024
+#: ANSI-C quoting's one-letter escapes (bash, lib/sh/strtrans.c).
+_ANSI_C_ESCAPES = {"a": 7, "b": 8, "e": 27, "E": 27, "f": 12, "n": 10, "r": 13, "t": 9, "v": 11, "\\": 92, "'": 39,
+                   '"': 34, "?": 63}
+_OCTAL = "01234567"
+_HEX = "0123456789abcdefABCDEF"
 
 
 class LaunchCommandError(SpectuiError):
@@ -190,6 +202,12 @@ class _Reader:
             if c == '"':
                 out.append(self._double_quoted())
                 continue
+            if c == "$" and self.peek(1) == "'":
+                out.append(self._ansi_c())
+                continue
+            if c == "$" and self.peek(1) == '"':   # $"...": a translated string, which is the string itself
+                self.i += 1
+                continue
             if c == "$":
                 out.append(self._expansion())
                 continue
@@ -199,6 +217,25 @@ class _Reader:
             out.append(c)
             self.i += 1
         return "".join(out)
+
+    def _ansi_c(self) -> str:
+        """``$'...'`` at ``self.i``: its end found as bash finds it (a backslash hides the next character),
+        then its escapes turned into the bytes bash makes, up to a NUL, read as UTF-8."""
+        opened, j = self.line, self.i + 2
+        while j < len(self.text) and self.text[j] != "'":
+            j += 2 if self.text[j] == "\\" else 1
+        if j >= len(self.text):
+            raise self.fail(f"line {opened} opens an ANSI-C quote ($') that is never closed; close it and "
+                            "import again")
+        content = self.text[self.i + 2:j]
+        self.line += content.count("\n")
+        self.i = j + 1
+        value = ansi_c_bytes(content).split(b"\0", 1)[0]
+        try:
+            return value.decode("utf-8")
+        except UnicodeDecodeError:
+            raise self.fail(f"line {opened} has an ANSI-C quote ($'...') whose escapes make bytes that are not "
+                            "UTF-8 text; write the characters themselves") from None
 
     def _double_quoted(self) -> str:
         opened = self.line
@@ -254,6 +291,55 @@ class _Reader:
                             "replace it with its value")
         self.i += 1
         return "$"
+
+
+def ansi_c_bytes(content: str) -> bytes:
+    """The bytes bash makes of the inside of ``$'...'`` (bash's ``ansicstr``): an unknown escape keeps its
+    backslash, ``\\x``, ``\\u`` and ``\\U`` without digits stay as written, octal and ``\\x`` values wrap at a byte,
+    and ``\\u``/``\\U`` code points are written in UTF-8."""
+    out = bytearray()
+    i, n = 0, len(content)
+
+    def digits(start: int, allowed: str, most: int) -> str:
+        end = start
+        while end < n and end - start < most and content[end] in allowed:
+            end += 1
+        return content[start:end]
+
+    while i < n:
+        c = content[i]
+        if c != "\\" or i + 1 >= n:
+            out += c.encode("utf-8", "surrogatepass")
+            i += 1
+            continue
+        e, i = content[i + 1], i + 2
+        if e in _ANSI_C_ESCAPES:
+            out.append(_ANSI_C_ESCAPES[e])
+        elif e in _OCTAL:
+            more = digits(i, _OCTAL, 2)
+            out.append(int(e + more, 8) & 0xFF)
+            i += len(more)
+        elif e in "xuU":
+            hexa = digits(i, _HEX, {"x": 2, "u": 4, "U": 8}[e])
+            i += len(hexa)
+            if not hexa:
+                out += b"\\" + e.encode()
+            elif e == "x" or int(hexa, 16) < 0x80:
+                out.append(int(hexa, 16) & 0xFF)
+            else:
+                code = int(hexa, 16)
+                out += chr(code).encode("utf-8", "surrogatepass") if code <= 0x10FFFF else b"\xff"
+        elif e == "c" and i < n:
+            target = content[i].encode("utf-8", "surrogatepass")
+            i += 1
+            if target == b"\\" and i < n and content[i] == "\\":
+                i += 1   # $'\c\\' is one backslash's control character
+            first = target[0]
+            out.append(0x7F if first == ord("?") else (first - 32 if 97 <= first <= 122 else first) & 0x1F)
+            out += target[1:]
+        else:
+            out += b"\\" + e.encode("utf-8", "surrogatepass")
+    return bytes(out)
 
 
 def split_commands(text: str) -> list[list[Word]]:
@@ -449,6 +535,10 @@ def _find_in(commands: list[list[Word]], base: LaunchCommand) -> LaunchCommand |
 
 def read_launch_command(text: str) -> LaunchCommand:
     """The one SGLang launch command in ``text`` (see the module docstring)."""
+    size = len(text.encode("utf-8", "surrogatepass"))
+    if size > MAX_COMMAND_BYTES:
+        raise LaunchCommandError(f"the text holds {size} bytes, more than the {MAX_COMMAND_BYTES // 1024} KB a launch "
+                                 "command may have; give the launch command alone")
     commands = split_commands(text)
     if not commands:
         raise LaunchCommandError("the input is empty; give a launch command such as "
