@@ -14,6 +14,8 @@ import tempfile
 import time
 
 import pytest
+from tests.sim.simproc import start_ready
+from tests.support.crowded import CrowdedHost
 from tests.support.procs import group_pids, pid_alive
 
 SPECTUI = shutil.which("spectui")
@@ -197,9 +199,28 @@ def readings(tmux: Tmux, seconds: float) -> tuple[list[float], list[float]]:
     return speeds, accepts
 
 
+# another user's demo-like server beside the demo: its own simulated host, two GPUs, metrics on
+OTHER_SERVER = ["--model-path", "Qwen/Qwen3-8B", "--tp-size", "2", "--enable-metrics", "--sim-hardware",
+                "nvlink-8gpu", "--sim-load-time", "0.3"]
+
+
+@pytest.fixture
+def crowded_host(tmp_path):
+    """The machine the demo runs on is crowded: six processes that look like SGLang servers but never answer,
+    two that answer a byte a second, and another simulated server under a streaming load spectui did not send."""
+    other = start_ready(OTHER_SERVER, tmp_path, "other-server")
+    try:
+        with CrowdedHost(silent=6, trickling=2, load_at=("127.0.0.1", other.port), tmpdir=tmp_path / "crowd") as host:
+            yield host
+            assert host.foreign_stats()["tokens"] > 0, host.foreign_stats()  # the foreign load ran all along
+    finally:
+        other.kill_group()
+
+
 @pytest.mark.timeout(480)
-def test_demo_tells_the_story_live_on_screen(tmp_path):
-    """The live panels, read off the real terminal, show the story's figures for each profile."""
+def test_demo_tells_the_story_live_on_screen(tmp_path, crowded_host):
+    """The live panels, read off the real terminal, show the story's figures for each profile, on a machine
+    crowded with servers that never answer and another server's load."""
     assert SPECTUI and TMUX, "needs the installed spectui and tmux (.ci/run installs tmux)"
     state, cmd = demo_command(tmp_path, "--port-base", str(free_port_base()))
     tmux = Tmux()
