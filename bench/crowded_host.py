@@ -1,7 +1,7 @@
 """What a crowded host costs the console: the same steps on a quiet machine and beside SGLang servers
 that never answer, as ratios crowded / quiet.
 
-    python3 bench/crowded_host.py [--rounds 2] [--repeats 3] [--silent 8] [--trickling 2] [--only list|console]
+    python3 bench/crowded_host.py [--rounds 3] [--repeats 3] [--silent 8] [--trickling 2] [--only list|console]
 
 Crowded: ``--silent`` processes that look like SGLang servers to discovery (``python -m
 sglang.launch_server --port P ...``, listening on loopback) but never answer, and ``--trickling`` ones
@@ -164,7 +164,7 @@ def report(runs: dict) -> bool:
 
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    ap.add_argument("--rounds", type=int, default=2, help="quiet-then-crowded rounds (default 2)")
+    ap.add_argument("--rounds", type=int, default=3, help="quiet-then-crowded rounds (default 3)")
     ap.add_argument("--repeats", type=int, default=3, help="servers list runs per round and host (default 3)")
     ap.add_argument("--silent", type=int, default=8, help="silent servers on the crowded host (default 8)")
     ap.add_argument("--trickling", type=int, default=2, help="trickling servers on the crowded host (default 2)")
