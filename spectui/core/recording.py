@@ -80,6 +80,7 @@ MAX_EVENTS = 2_000_000
 MAX_LINE_BYTES = 8 * 1024 * 1024
 CHUNK = 1 << 16
 EVENT_NAME = re.compile(r"[a-z][a-z0-9_]{0,63}")
+REFERENCE = re.compile(r"\$\{[A-Za-z_][A-Za-z0-9_]*\}")
 #: Keys whose value is a command line (a list of words) or a profile, in any event.
 ARGV_KEYS = ("argv", "launch_argv")
 PROFILE_KEYS = ("profile", "profile_content")
@@ -159,16 +160,20 @@ class _Masker:
         shown = redact_argv([str(w) for w in words]) or []
         for before, after in zip(words, shown):
             if before != after:
-                value = str(before).split("=", 1)[1] if after.endswith("=" + REDACTED) else str(before)
-                if len(value) >= MIN_SCRUBBED:
-                    self.seen.add(value)
+                self.remember(str(before).split("=", 1)[1] if after.endswith("=" + REDACTED) else str(before))
         return shown
+
+    def remember(self, value: str) -> None:
+        """Mask ``value`` wherever it shows up later; not a short one, nor a ``${NAME}`` reference (no secret)."""
+        if len(value) >= MIN_SCRUBBED and value != REDACTED and not REFERENCE.fullmatch(value):
+            self.seen.add(value)
 
     def profile(self, content: dict) -> dict:
         args = content.get("args")
         if isinstance(args, dict):
-            self.seen.update(v for k, v in args.items() if is_secret_flag(str(k)) and isinstance(v, str)
-                             and len(v) >= MIN_SCRUBBED and v != REDACTED)
+            for k, v in args.items():
+                if is_secret_flag(str(k)) and isinstance(v, str):
+                    self.remember(v)
         return redact_profile_dict(self.walk(content))
 
     def walk(self, value: Any) -> Any:
@@ -216,6 +221,7 @@ class RecordingWriter:
         self.events = 0
         self.thinned = 0
         self.inflated = 0   # bytes written before compression: what a reader inflates
+        self.lines = 0      # lines written, the header and notes included
         self._interval: dict[tuple[str, str], float] = {}   # (event, key) -> seconds between kept events
         self._last_kept: dict[tuple[str, str], float] = {}
         self._mask = _Masker()
@@ -242,11 +248,8 @@ class RecordingWriter:
         now = self.clock() if at is None else at
         if event in THINNED and not self._keep(event, data, now):
             return False
-        if self.events + 2 >= MAX_EVENTS:   # room for a thinning note
-            self._end(f"recording to {self.path} stopped at {MAX_EVENTS} events, the most a recording holds; "
-                      "what was written before stays")
+        if not self._write({"t": round(now - self.started, 3), "ev": event, "d": data}):
             return False
-        self._write({"t": round(now - self.started, 3), "ev": event, "d": data})
         self.events += 1
         if now - self._last_flush >= self.flush_s:
             self.flush(now)
@@ -267,24 +270,27 @@ class RecordingWriter:
                          "d": {"thinned": event, "key": key[1], "interval_s": self._interval[key]}})
         return True
 
-    def _write(self, obj: dict) -> None:
+    def _write(self, obj: dict) -> bool:
+        """Write one line (the header, an event, a note); False when it was not written."""
         if self._gz is None:
-            return
+            return False
         line = self._mask.line(obj).encode() + b"\n"
         if len(line) > MAX_LINE_BYTES:
             log.warning("an event of %d bytes was not recorded (%s holds events up to %d bytes)", len(line),
                         self.path, MAX_LINE_BYTES)
-            return
-        if self.inflated + len(line) > MAX_INFLATED_BYTES:
-            self._end(f"recording to {self.path} stopped at {MAX_INFLATED_BYTES // (1 << 20)} MB of events, the "
-                      "most a recording holds; what was written before stays")
-            return
+            return False
+        if self.inflated + len(line) > MAX_INFLATED_BYTES or self.lines > MAX_EVENTS:   # the header is a line too
+            self._end(f"recording to {self.path} stopped at the most a recording holds ({MAX_EVENTS} events, "
+                      f"{MAX_INFLATED_BYTES // (1 << 20)} MB); what was written before stays")
+            return False
         try:
             self._gz.write(line)
         except OSError as exc:
             self._fail(exc)
-            return
+            return False
         self.inflated += len(line)
+        self.lines += 1
+        return True
 
     def flush(self, now: float | None = None) -> None:
         """Make everything written so far readable after a crash (a sync flush, then fsync)."""

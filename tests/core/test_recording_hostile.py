@@ -241,3 +241,17 @@ def test_recordings_started_in_the_same_second_get_their_own_files(tmp_path, mon
     second.close()
     assert first.path == path and second.path != path and second.path.parent == path.parent
     assert second.path.name.endswith(".spectui.gz")
+
+
+@pytest.mark.parametrize("limit", ["MAX_INFLATED_BYTES", "MAX_EVENTS"])
+def test_the_writer_stops_where_a_reader_would_refuse(tmp_path, monkeypatch, limit):
+    """Whatever the limits are, a recording spectui wrote up to them is one spectui reads."""
+    monkeypatch.setattr(recording, limit, {"MAX_INFLATED_BYTES": 20_000, "MAX_EVENTS": 150}[limit])
+    w = RecordingWriter(tmp_path / "full.spectui.gz", {"host": {}})
+    w.write("session", {"facts": {}, "servers": []})
+    written = 0
+    while w.write("note", {"i": written, "pad": "x" * 40}):
+        written += 1
+    assert w.closed and "stopped at the most a recording holds" in w.error and written > 10
+    rec = read_recording(tmp_path / "full.spectui.gz")
+    assert [d["i"] for _, ev, d in rec.events if ev == "note"] == list(range(written)) and not rec.truncated
