@@ -107,6 +107,47 @@ def fetch(url, max_bytes, deadline_s, clock=time.monotonic):
     """The body of ``GET url`` (bytes), or :class:`FetchFailed` saying in one sentence why not:
     a status other than 200, more than ``max_bytes``, no full answer within ``deadline_s`` seconds
     of the call, or no connection."""
+    def body(resp, path):
+        if resp.status != 200:
+            raise HttpStatus(resp.status, path)
+        return _read_body(resp, path, max_bytes, keep=True)
+    return _exchange(url, deadline_s, clock, body)
+
+
+def fetch_status(url, max_bytes, deadline_s, clock=time.monotonic):
+    """The status of ``GET url`` once its whole answer has arrived within ``deadline_s`` seconds of the call
+    (its body read and let go, up to ``max_bytes``: past that the rest is not read); else :class:`FetchFailed`
+    saying why in one sentence (no answer in time, or no connection)."""
+    def status(resp, path):
+        try:
+            _read_body(resp, path, max_bytes, keep=False)
+        except TooLarge:
+            pass
+        return resp.status
+    return _exchange(url, deadline_s, clock, status)
+
+
+def _read_body(resp, path, max_bytes, keep):
+    length = resp.getheader("Content-Length")
+    if length is not None and length.strip().isdigit() and int(length) > max_bytes:
+        raise TooLarge("%s is %s, over the %s spectui reads; it was not read" % (path, _mib(int(length)),
+                                                                                   _mib(max_bytes)))
+    chunks = []
+    size = 0
+    while True:
+        chunk = resp.read(READ_CHUNK)
+        if not chunk:
+            break
+        size += len(chunk)
+        if size > max_bytes:
+            raise TooLarge("%s sent more than the %s spectui reads; the rest was not read" % (path, _mib(max_bytes)))
+        if keep:
+            chunks.append(chunk)
+    return b"".join(chunks)
+
+
+def _exchange(url, deadline_s, clock, answer):
+    """``answer(response, path)`` of ``GET url``, every read of it within one deadline ``deadline_s`` away."""
     parts = urlsplit(url)
     path = parts.path or "/"
     deadline = clock() + float(deadline_s)
@@ -114,24 +155,7 @@ def fetch(url, max_bytes, deadline_s, clock=time.monotonic):
     try:
         conn.request("GET", path + ("?" + parts.query if parts.query else ""),
                      headers={"Accept-Encoding": "identity"})
-        resp = conn.getresponse()
-        if resp.status != 200:
-            raise HttpStatus(resp.status, path)
-        length = resp.getheader("Content-Length")
-        if length is not None and length.strip().isdigit() and int(length) > max_bytes:
-            raise TooLarge("%s is %s, over the %s spectui reads; it was not read" % (path, _mib(int(length)),
-                                                                                       _mib(max_bytes)))
-        chunks = []
-        size = 0
-        while True:
-            chunk = resp.read(READ_CHUNK)
-            if not chunk:
-                break
-            size += len(chunk)
-            if size > max_bytes:
-                raise TooLarge("%s sent more than the %s spectui reads; the rest was not read" % (path, _mib(max_bytes)))
-            chunks.append(chunk)
-        return b"".join(chunks)
+        return answer(conn.getresponse(), path)
     except socket.timeout:
         raise DeadlinePassed("%s gave no full answer within %g s" % (path, deadline_s)) from None
     except (HTTPException, ConnectionError, OSError, ValueError) as exc:

@@ -28,11 +28,11 @@ from __future__ import annotations
 
 import os
 import re
-from urllib.error import HTTPError, URLError
-from urllib.request import urlopen
+import threading
 import time
 from collections import deque
 
+from .bounded_http import DeadlinePassed, FetchFailed, fetch_status
 from ..logs.follow import LogFollower
 from ..logs import LogFeeder
 from .process import group_members, proc_stat, remember_members, server_url
@@ -45,6 +45,7 @@ ERROR_SUMMARY_CHARS = 4096
 UNRESPONSIVE_AFTER_S = 20.0
 HEALTH_EVERY_S = 3.0
 HEALTH_TIMEOUT_S = 2.0
+HEALTH_MAX_BYTES = 1 << 20  # a /server_info answer is a few KiB; past this the rest is not read
 MEMBERS_EVERY_S = 2.0
 SETTLE_TAIL_BYTES = 256 * 1024
 UNWATCHED_EXIT = "the server exited while no console was watching"
@@ -83,31 +84,91 @@ def node_rank(argv):
 
 class HealthCheck(object):
     """Asks a server whether it is alive without making it generate (see the module docstring);
-    remembers which of :data:`HEALTH_PATHS` the server has."""
+    remembers which of :data:`HEALTH_PATHS` the server has.
 
-    def __init__(self, host, port, paths=HEALTH_PATHS):
+    Each request has one deadline for the whole of it (connect, headers and body,
+    ``bounded_http``): a server that accepts and never answers, or answers a byte a second, is
+    given up on after :data:`HEALTH_TIMEOUT_S`. With ``background`` a check runs in a thread of its
+    own, so that a hung server delays nobody: :meth:`begin` starts one (never a second while one
+    runs), :meth:`take` hands over its answer once it is in. Without it, :meth:`begin` asks at once.
+    """
+
+    def __init__(self, host, port, paths=HEALTH_PATHS, background=False, clock=time.monotonic, on_answer=None):
         self.host = host
         self.port = port
         self.paths = paths
         self.path = None
         self.last_path = paths[0]
+        self.background = background
+        self.clock = clock
+        self.on_answer = on_answer  # called (from the check's thread) when a check in the background ends
+        self.failure = None   # the sentence of the last check that got no answer (None: it answered)
+        self.hung = False     # the last failure was a server that took the request and gave no full answer
+        self.asked_at = None  # when the check now running (or the last one) began
+        self.answered_at = None  # when a check last got an answer
+        self.checked = 0      # checks finished
+        self._lock = threading.Lock()
+        self._running = False
+        self._result = None
 
     def __call__(self):
+        """One check, here and now: True when the server answered."""
         paths = [self.path] if self.path else self.paths
         for path in paths:
             self.last_path = path
             try:
-                with urlopen(server_url(self.host, self.port, path), timeout=HEALTH_TIMEOUT_S) as resp:
-                    if resp.status == 200:
-                        self.path = path
-                        return True
-            except HTTPError as exc:
-                if exc.code == 404 and self.path is None:
-                    continue  # not on this release: try the next one
+                status = fetch_status(server_url(self.host, self.port, path), HEALTH_MAX_BYTES, HEALTH_TIMEOUT_S)
+            except FetchFailed as exc:
+                self.failure, self.hung = str(exc), isinstance(exc, DeadlinePassed)
                 return False
-            except (URLError, OSError, ValueError):
-                return False
+            if status == 200:
+                self.path = path
+                self.failure, self.hung = None, False
+                return True
+            if (status == 404 and self.path is None) or 200 < status < 300:
+                continue  # not on this release: try the next one
+            self.failure, self.hung = "HTTP %d from %s" % (status, path), False
+            return False
+        self.failure, self.hung = "none of %s answered" % ", ".join(paths), False
         return False
+
+    @property
+    def running(self):
+        return self._running
+
+    def begin(self):
+        """Start a check unless one is running; without ``background`` it runs to its end here."""
+        with self._lock:
+            if self._running:
+                return
+            self._running = True
+            self.asked_at = self.clock()
+        if not self.background:
+            self._run()
+            return
+        t = threading.Thread(target=self._run, name="health-%s" % self.port)
+        t.daemon = True
+        t.start()
+
+    def _run(self):
+        try:
+            ok = self()
+        except Exception as exc:  # one sentence, never a dead check
+            ok, self.failure, self.hung = False, "%s: %s" % (type(exc).__name__, exc), False
+        with self._lock:
+            if ok:
+                self.answered_at = self.clock()
+            self._result = ok
+            self.checked += 1
+            self._running = False
+        if self.background and self.on_answer is not None:
+            self.on_answer()
+
+    def take(self):
+        """The answer of the check that ended since the last call (True or False), or None."""
+        with self._lock:
+            got, self._result = self._result, None
+            return got
 
 
 class ErrorLog(object):
@@ -139,11 +200,14 @@ class ErrorLog(object):
 
 class ServerWatch(object):
     def __init__(self, record, log_path, popen=None, clock=time.monotonic, tail_bytes=None, external=False,
-                 members=None):
+                 members=None, background=False, on_answer=None):
         """``external``: a server spectui did not start (found running): ready as soon as it answers (its
         log may be unreadable, or its ready line long past), and its end is ``stopped`` with the reason
         its log names, else :data:`EXTERNAL_EXIT`. ``members``: a callable giving the server's live
-        processes ({pid: start_ticks}) when they are not its process group (an external server's tree)."""
+        processes ({pid: start_ticks}) when they are not its process group (an external server's tree).
+        ``background``: health checks run in a thread of their own (:class:`HealthCheck`), and a poll
+        takes the answer of the last one that ended: a poll never waits on the server; ``on_answer`` is
+        called when one ends (the next poll may come at once)."""
         self.record = record
         self.log_path = log_path
         self.popen = popen
@@ -162,7 +226,8 @@ class ServerWatch(object):
         self.last_health_at = 0.0
         self.exit_status = None
         self.health = HealthCheck(record.get("host"), record["port"],
-                                  FOLLOWER_HEALTH_PATHS if follower else HEALTH_PATHS)
+                                  FOLLOWER_HEALTH_PATHS if follower else HEALTH_PATHS, background=background,
+                                  clock=clock, on_answer=on_answer)
 
     def _absorb(self, records):
         changed = False
@@ -304,31 +369,68 @@ class ServerWatch(object):
             return True
         now = self.clock()
         if state in (ServerState.STARTING, ServerState.LOADING):
-            if self.ready_line and self.health():
+            got = self._answer(due=True) if self.ready_line else None
+            if got:
                 r["state"] = ServerState.READY
                 r["ready_at"] = time.time()
                 self.last_health_ok = now
                 self.last_health_at = now
                 return True
+            if got is False and self.external and self.health.hung:
+                # it took the request and gave no full answer: an SGLang server listens only once its model
+                # is loaded (sglang 0.5.23 wheel, sglang/srt/entrypoints/http_server.py:3156-3187, launch_server
+                # runs the HTTP server after Engine._launch_subprocesses, which waits for the model to load,
+                # sglang/srt/entrypoints/engine.py:1349-1350), so this one is hung, not loading
+                r["state"] = ServerState.UNRESPONSIVE
+                r["reason"] = self.health.failure
+                return True
             return changed
-        if now - self.last_health_at >= HEALTH_EVERY_S:
-            self.last_health_at = now
-            if self.health():
-                self.last_health_ok = now
-                if state == ServerState.UNRESPONSIVE:
-                    r["state"] = ServerState.READY
-                    r["reason"] = None
-                    return True
-            elif self.last_health_ok is None and state == ServerState.READY:
-                # found running by this agent: no history of answers, so silence now is what it knows
-                r["state"] = ServerState.UNRESPONSIVE
-                r["reason"] = "no answer from %s when spectui attached to it" % self.health.last_path
+        got = self._answer(due=now - self.last_health_at >= HEALTH_EVERY_S)
+        if got is None:
+            return changed
+        if got:
+            self.last_health_ok = now
+            if state == ServerState.UNRESPONSIVE:
+                r["state"] = ServerState.READY
+                r["reason"] = None
+                r["ready_at"] = r.get("ready_at") or time.time()
                 return True
-            elif self.last_health_ok is None:
-                self.last_health_ok = now
-            elif (now - self.last_health_ok >= r.get("unresponsive_after_s", UNRESPONSIVE_AFTER_S)
-                  and state == ServerState.READY):
-                r["state"] = ServerState.UNRESPONSIVE
-                r["reason"] = "no answer from %s for %d s" % (self.health.last_path, now - self.last_health_ok)
-                return True
+        elif self.last_health_ok is None and state == ServerState.READY:
+            # found running by this agent: no history of answers, so silence now is what it knows
+            r["state"] = ServerState.UNRESPONSIVE
+            r["reason"] = "no answer from %s when spectui attached to it" % self.health.last_path
+            return True
+        elif self.last_health_ok is None:
+            self.last_health_ok = now
+        elif (now - self.last_health_ok >= r.get("unresponsive_after_s", UNRESPONSIVE_AFTER_S)
+              and state == ServerState.READY):
+            r["state"] = ServerState.UNRESPONSIVE
+            r["reason"] = "no answer from %s for %d s" % (self.health.last_path, now - self.last_health_ok)
+            return True
         return changed
+
+    def _answer(self, due):
+        """The answer of the health check that ended since the last poll (True, False), else None; a new
+        check begins when ``due`` and none runs (and, when checks do not run in the background, answers now)."""
+        got = self.health.take()
+        if got is None and due and not self.health.running:
+            self.last_health_at = self.clock()
+            self.health.begin()
+            got = self.health.take()
+        return got
+
+    def stale(self):
+        """Why the state shown may be out of date, in one sentence, or None: the last health check got no
+        answer, the first one has not answered yet, or the last answer is older than the checks' rhythm."""
+        h = self.health
+        if self.record["state"] in FINAL_STATES + (ServerState.STOPPING,) or h.asked_at is None:
+            return None
+        now = self.clock()
+        if h.checked == 0:
+            return "no answer yet from %s (asked %.1f s ago)" % (h.last_path, now - h.asked_at)
+        if h.failure is not None:
+            return h.failure + ("; it last answered %d s ago" % (now - h.answered_at) if h.answered_at is not None
+                                else "; it has not answered since spectui found it")
+        if h.answered_at is not None and now - h.answered_at > HEALTH_EVERY_S + HEALTH_TIMEOUT_S + 1.0:
+            return "it last answered %d s ago" % (now - h.answered_at)
+        return None
