@@ -158,10 +158,11 @@ async def test_two_consoles_never_double_start(profiles_dir, state_dir, demo):
         a, b = await asyncio.gather(ServerControl(demo).start(prof), ServerControl(s2).start(prof))
         assert a["pid"] == b["pid"]
         assert a.get("already_running") or b.get("already_running")
-        # the second console sees the first one's server
+        # the second console sees the first one's server, and sees it answer (its own health check)
         await ServerControl(demo).wait("alpha", timeout_s=60)
+        assert (await ServerControl(s2).wait("alpha", timeout_s=30))["state"] == "ready"
         listed = {x["name"]: x for x in await ServerControl(s2).list()}
-        assert listed["alpha"]["state"] == "ready"
+        assert listed["alpha"]["state"] == "ready" and listed["alpha"]["pid"] == a["pid"]
     finally:
         await s2.close()
 

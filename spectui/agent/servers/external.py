@@ -1,9 +1,14 @@
 """The servers found running that spectui did not start ("external"): found, watched, planned, stopped.
 
-Each round (the manager's monitor, every :data:`DISCOVER_EVERY_S`, and ``servers.list``) runs with
-the records lock held, so a server spectui is starting (recorded under that lock) is never taken
-for an external one; servers recorded as spectui's own (started or adopted, whose process group
-``servers.process.server_group`` confirms) are never listed here.
+Each round (the manager's monitor, every :data:`DISCOVER_EVERY_S`, and the requests that act on an
+external server) runs with the records lock held, so a server spectui is starting (recorded under that
+lock) is never taken for an external one; servers recorded as spectui's own (started or adopted, whose
+process group ``servers.process.server_group`` confirms) are never listed here. A round never waits on a
+server: each found server's health is asked in the background (``servers.watch.HealthCheck``), and a
+server that has gone takes everything kept of it along (its entry, its log mirror, its origin).
+
+A simulated host is a world of its own: it lists only simulated servers whose state folder is its own,
+never a real server of the machine it runs on; a real host lists no simulated server of another folder.
 
 An external server is signalled process by process (its tree: the leader and its descendants),
 only when the operator confirmed that list (pid and start time of each), and only when spectui
@@ -13,6 +18,7 @@ runs as root or as the server's user. The agent itself and its ancestors are nev
 from __future__ import annotations
 
 import os
+import time
 
 from . import proc_table as pt
 from . import discover as sd
@@ -23,6 +29,7 @@ from .watch import SETTLE_TAIL_BYTES, ServerWatch
 from ..protocol import FINAL_STATES, ServerState
 
 DISCOVER_EVERY_S = 3.0
+TABLE_REUSE_S = 0.5
 METRICS_OFF = ("metrics are off: it was started without --enable-metrics; restart it with that flag (a profile "
                "imported from it adds it)")
 
@@ -51,9 +58,9 @@ def permission(uid, user):
     return False, "it belongs to user %s and spectui runs as %s" % (user, pt.user_name(me))
 
 
-def tree(pid):
-    """{pid: start_ticks} of the leader ``pid`` and every live process below it, now."""
-    table = pt.snapshot()
+def tree(pid, table=None):
+    """{pid: start_ticks} of the leader ``pid`` and every live process below it, now (or in ``table``)."""
+    table = pt.snapshot() if table is None else table
     if pid not in table:
         return {}
     return dict((p, table[p].start_ticks) for p in [pid] + pt.descendants(table, pid))
@@ -86,19 +93,41 @@ class Entry(object):
 
 
 class ExternalServers(object):
-    def __init__(self, state_dir, gpu_processes, emit):
+    def __init__(self, state_dir, gpu_processes, emit, simulated=False, on_answer=None):
         self.state_dir = state_dir
         self.gpu_processes = gpu_processes  # callable: {gpu index: [pids]} or None
         self.emit = emit
+        self.simulated = simulated  # a simulated host: only the simulated servers of its own state folder
+        self.on_answer = on_answer  # called when a found server's health check ends
         self.entries = {}
-        self.origins = {}  # (pid, start_ticks) -> (started_by, log): fixed for a process's life
+        self.origins = {}  # (pid, start_ticks) -> (started_by, log): fixed for a process's life, dropped after it
+        self.discovered_at = None  # when the last round ended (None: none yet)
+        self._table = (None, 0.0)  # a recent process table, shared by the watches' looks at their processes
 
     def mirror_path(self, name):
         return os.path.join(self.state_dir, "external", name + ".log")
 
     # --- finding ---------------------------------------------------------------------------
-    def discover(self, records):
-        """One round (the records lock held): ``records`` are the recorded servers. Returns the names found."""
+    def _leaders(self, table):
+        """The launchers found in ``table`` that belong to this host: on a simulated host only simulated
+        servers, and a simulated server only when its state folder is this agent's (one whose folder cannot
+        be read, another user's, is not)."""
+        own_state = os.path.realpath(os.path.expanduser(self.state_dir))
+        out = {}
+        for pid, (launch, argv, words) in sd.leaders(table).items():
+            if launch == "spectui.sim.server":
+                if sd.sim_state_of(pid, words) != own_state:
+                    continue  # a simulated server of another simulated host (its GPUs live elsewhere)
+            elif self.simulated:
+                continue  # a real server: the simulated host is a world of its own
+            out[pid] = (launch, argv, words)
+        return out
+
+    def discover(self, records, lock):
+        """One round (the records lock held): ``records`` are the recorded servers. /proc, and the origin of
+        each new server, are read outside ``lock`` (the manager's), which only the changes to the entries
+        take; nothing here waits on a server (their health checks run in the background). Returns the names
+        found."""
         table = pt.snapshot()
         recorded = set()
         for r in records:
@@ -108,42 +137,61 @@ class ExternalServers(object):
             if verdict == OURS:
                 recorded.update(members)
                 recorded.add(r.get("pid"))
-        found = sd.leaders(table)
+        found = self._leaders(table)
         gpus = sd.gpus_by_leader(table, set(found), self.gpu_processes() or {})
         kids = pt.children_of(table)
-        own_state = os.path.realpath(os.path.expanduser(self.state_dir))
-        seen = set()
+        self._table = (table, time.monotonic())
+        with lock:
+            known = dict(((e.record["pid"], e.record["start_ticks"]), name) for name, e in self.entries.items())
+            taken = set(self.entries) | set(r["name"] for r in records)
+        seen, refresh, new = set(), {}, []
         for pid, (launch, argv, words) in sorted(found.items()):
             if pid in recorded:
                 continue
-            if launch == "spectui.sim.server":
-                state = sd.sim_state_of(pid, words)
-                if state is not None and state != own_state:
-                    continue  # a simulated server of another simulated host (its GPUs live elsewhere)
             p = table[pid]
-            key = self._known(pid, p.start_ticks)
-            if key is not None:
-                self._refresh(self.entries[key].record, gpus.get(pid, []))
-                seen.add(key)
+            name = known.get((pid, p.start_ticks))
+            if name is not None:
+                refresh[name] = gpus.get(pid, [])
+                seen.add(name)
                 continue
             s = sd.settings(words)
-            port, _ = sd.confirm_port(pid, s["port"])
+            port = s["port"]  # its argv's (the sockets it listens on are not read: nothing here needs them)
             name = sd.ext_name(port, pid)
-            if name in self.entries or name in set(r["name"] for r in records):
+            if name in taken:
                 name = sd.ext_name(None, pid)
+            taken.add(name)
             entry = self._new(name, p, launch, argv, s, port, gpus.get(pid, []), table, kids)
-            try:  # one look now (its health answers: ready), so the first listing is current, not "loading"
+            try:  # one look now: its first health check begins (a listing waits a moment for quick answers)
                 entry.watch.poll()
             except Exception as exc:  # the monitor's next round tries again
                 entry.record["monitor_error"] = str(exc)
-            self.entries[name] = entry
+            new.append((name, entry))
             seen.add(name)
-            self.emit(entry.record)
-        for name in list(self.entries):
-            e = self.entries[name]
-            if name not in seen and e.record.get("pid") in recorded:  # adopted meanwhile: spectui's own now
-                self.entries.pop(name).close()
+        live = set((p.pid, p.start_ticks) for p in table.values())
+        for key in [k for k in self.origins if k not in live]:
+            del self.origins[key]
+        with lock:
+            for name, g in refresh.items():
+                if name in self.entries:
+                    self._refresh(self.entries[name].record, g)
+            for name, entry in new:
+                self.entries[name] = entry
+                self.emit(entry.record)
+            for name in list(self.entries):
+                e = self.entries[name]
+                if name not in seen and e.record.get("pid") in recorded:  # adopted meanwhile: spectui's own now
+                    self.entries.pop(name).close()
+            self.discovered_at = time.monotonic()
         return seen
+
+    def _tree(self, pid):
+        """:func:`tree` of ``pid`` from a process table at most :data:`TABLE_REUSE_S` old (one read of /proc
+        serves every watch's look at its processes)."""
+        table, at = self._table
+        if table is None or time.monotonic() - at > TABLE_REUSE_S:
+            table = pt.snapshot()
+            self._table = (table, time.monotonic())
+        return tree(pid, table)
 
     def _known(self, pid, ticks):
         for name, e in self.entries.items():
@@ -184,7 +232,8 @@ class ExternalServers(object):
             "can_signal": can, "why_not": why,
         }
         watch = ServerWatch(record, log_path, tail_bytes=SETTLE_TAIL_BYTES if mirror is None else None,
-                            external=True, members=lambda pid=p.pid: tree(pid))
+                            external=True, members=lambda pid=p.pid: self._tree(pid), background=True,
+                            on_answer=self.on_answer)
         return Entry(record, watch, mirror)
 
     # --- watching ----------------------------------------------------------------------------

@@ -57,6 +57,8 @@ SERVER_BENCHMARKED = "server_benchmarked"
 RELEASE_TIMEOUT_S = 60.0
 READY_TIMEOUT_S = 1800.0
 SCAN_EVERY_S = 1.0
+MONITOR_TICK_S = 0.25  # the monitor's look at every watch; sooner when a health check has answered
+FIRST_LOOK_S = 0.5  # how long an agent's first listing waits for the health checks it began to answer
 VIEW_KEYS = ("name", "state", "pid", "pgid", "host", "port", "gpus", "profile_hash", "argv", "env_keys",
              "started_at", "ready_at", "ended_at", "progress", "reason", "exit_status", "log_path", "profile",
              "stop", "load_s")
@@ -105,11 +107,13 @@ class ServerManager(object):
         self._lock = threading.RLock()
         self._monitor = None
         self._stop = threading.Event()
+        self._wake = threading.Event()  # a health check ended: the monitor takes its answer in now
         self._adopted = False
         self._stopping = set()  # names this agent is stopping now
         self._mtimes = {}  # name -> record file mtime, as the monitor last read it
         self.benchmarks = None  # the bench methods' BenchHost, which sets itself here: live runs per server
-        self.external = xs.ExternalServers(state_dir, lambda: self._gpu_processes(None), self._emit)
+        self.external = xs.ExternalServers(state_dir, lambda: self._gpu_processes(None), self._emit,
+                                           simulated=simulated, on_answer=self._wake.set)
         self.mirrors = {}  # name -> the log mirror of an adopted server whose output goes to tmux or the journal
 
     # --- benchmarks measuring a server ------------------------------------------------------
@@ -166,7 +170,7 @@ class ServerManager(object):
                 if r.get("state") == ServerState.STOPPING:  # its stopper died mid-stop (stops hold the lock)
                     r["state"] = ServerState.READY if r.get("ready_at") else ServerState.LOADING
                 w = ServerWatch(r, self._log_of(r), tail_bytes=SETTLE_TAIL_BYTES if r.get("origin") == "adopted"
-                                else None)
+                                else None, background=True, on_answer=self._wake.set)
                 self.watches[name] = w
                 w.poll()
             else:  # exited, or its pid now names another program
@@ -193,16 +197,11 @@ class ServerManager(object):
         return r.get("log_path")
 
     def discover(self, wait=False):
-        """One round of finding external servers, under the records lock (skipped when busy, unless ``wait``)."""
-        if wait:
-            with self.store.lock():
-                with self._lock:
-                    self.external.discover(self.store.read_all())
-            return
-        with self.store.attempt() as held:
+        """One round of finding external servers, under the records lock (skipped when busy, unless ``wait``).
+        It reads /proc and never waits on a server; the manager's lock is taken only to change its entries."""
+        with (self.store.lock() if wait else self.store.attempt()) as held:
             if held:
-                with self._lock:
-                    self.external.discover(self.store.read_all())
+                self.external.discover(self.store.read_all(), self._lock)
 
     def _scan(self):
         """The monitor's look at the records folder: watch the servers another agent started, settle
@@ -210,7 +209,10 @@ class ServerManager(object):
         with self.store.attempt() as held:
             if not held:
                 return
-            for name in self.store.names():
+            names = self.store.names()
+            for name in [n for n in self._mtimes if n not in names]:  # records pruned since
+                del self._mtimes[name]
+            for name in names:
                 if name in self.watches:
                     continue
                 try:
@@ -232,7 +234,11 @@ class ServerManager(object):
 
     def _monitor_loop(self):
         scanned = discovered = 0.0
-        while not self._stop.wait(0.25):
+        while not self._stop.is_set():
+            self._wake.wait(MONITOR_TICK_S)
+            self._wake.clear()
+            if self._stop.is_set():
+                return
             self.poll_all()
             if time.monotonic() - scanned >= SCAN_EVERY_S:
                 scanned = time.monotonic()
@@ -248,7 +254,8 @@ class ServerManager(object):
                     pass
 
     def poll_all(self):
-        """One step of every watch (the monitor's tick; ``list`` runs one too, to be current)."""
+        """One step of every watch (the monitor's tick). Nothing in it waits on a server: health checks run in
+        their own threads, and a step takes in the answer of the last one that ended."""
         with self._lock:
             for m in list(self.mirrors.values()):
                 try:
@@ -312,23 +319,50 @@ class ServerManager(object):
 
     def close(self):
         self._stop.set()
+        self._wake.set()
 
     def _current(self, name):
         w = self.watches.get(name)
         return w.record if w is not None else self.store.read(name)
 
     def list(self, params=None):
-        self.adopt()
-        self.poll_all()
+        """Every server, as last known, at once: the records, this agent's watches and the external servers
+        its monitor found. Nothing here waits on a server; ``stale`` says, per entry, why its state may be out
+        of date (its last health check got no answer, or the first one has not answered yet). The first
+        listing of an agent reads the records and looks for external servers first, and gives the health
+        checks that begin then :data:`FIRST_LOOK_S` to answer."""
+        first = not self._adopted
+        if first:
+            self.adopt()
+        else:  # servers another agent started since: watched now, unless a start or stop holds the records
+            with self.store.attempt() as held:
+                if held:
+                    for r in self.store.read_all():
+                        self._adopt_one(r, emit=True)
+        if self.external.discovered_at is None:
+            first = True
+            self.discover(wait=True)
+        if first:
+            self._first_answers(FIRST_LOOK_S)
+        records = self.store.read_all()
         with self._lock:
-            known = dict((w.record["name"], w.record) for w in self.watches.values())
-        out = []
-        for r in self.store.read_all():
-            out.append(view(known.get(r["name"], r)))
-        self.discover(wait=True)
-        with self._lock:
-            out += [view(e.record) for e in self.external.entries.values()]
+            watched = dict((w.record["name"], w) for w in self.watches.values())
+            out = []
+            for r in records:
+                w = watched.get(r["name"])
+                out.append(dict(view(w.record if w is not None else r), stale=w.stale() if w is not None else None))
+            out += [dict(view(e.record), stale=e.watch.stale()) for e in self.external.entries.values()]
         return {"servers": out}
+
+    def _first_answers(self, within_s):
+        """Wait up to ``within_s`` for the first health checks now running to answer (they run at once,
+        each in its own thread), and take in what they said."""
+        with self._lock:
+            checks = [w.health for w in self.watches.values()] + [e.watch.health for e in self.external.entries.values()]
+        end = time.monotonic() + within_s
+        while time.monotonic() < end and any(h.running and not h.checked for h in checks):
+            time.sleep(0.02)
+        self.poll_all()
 
     # --- GPUs --------------------------------------------------------------------------
     def _managed_pids(self):
@@ -457,7 +491,8 @@ class ServerManager(object):
                 if problem is not None:  # unrecorded, no later agent could find it: do not leave it running
                     terminate_group(popen.pid, 5.0, reap=popen.poll)
                     raise AgentError("disk", "%s was not started: %s" % (name, problem))
-                self.watches[name] = ServerWatch(record, log_path, popen=popen)
+                self.watches[name] = ServerWatch(record, log_path, popen=popen, background=True,
+                                                 on_answer=self._wake.set)
         self._emit(record)
         self._ensure_monitor()
         return view(record)
@@ -474,7 +509,9 @@ class ServerManager(object):
         states = params.get("states") or list(SERVING_STATES + FINAL_STATES)
         deadline = time.monotonic() + float(params.get("timeout_s") or READY_TIMEOUT_S)
         while True:
-            r = self._current(name)
+            with self._lock:  # as a whole step of the monitor left it: a state it changed is marked unsaved too
+                r = self._current(name)
+                r = dict(r) if r is not None else None
             if r is None:
                 raise AgentError("unknown_server", "no server named %s on this host" % name)
             if r.get("state") in states:
@@ -721,6 +758,9 @@ class ServerManager(object):
             if w is not None and self.watches.get(name) is w:
                 self.watches.pop(name, None)
                 w.close()
+                m = self.mirrors.pop(name, None)
+                if m is not None:
+                    m.close()
 
     def _cancel_runs(self, name, live, switching_to):
         """Cancel the runs measuring server ``name`` (told to stop it anyway); their ids."""
