@@ -98,7 +98,7 @@ class Progress:
         self.tty = stream.isatty()
         self.last = None
         self.t0 = time.monotonic()
-        #: when a set: only the ``server`` events of these servers are shown
+        #: when a set: only the events of these servers are shown (others' come from the same host)
         self.only: set[str] | None = None
 
     def show(self, text: str) -> None:
@@ -119,7 +119,7 @@ class Progress:
 
     def on_event(self, ev) -> None:
         d = ev.data
-        if ev.name == "switch":
+        if ev.name == "switch" and (self.only is None or d.get("target") in self.only):
             detail = d.get("detail")
             if d["stage"] == "loading" and isinstance(detail, dict):
                 self.show(f"{d['target']}: loading {_progress(detail)}")
@@ -165,6 +165,8 @@ def _list_row(s: dict) -> str:
     detail = s.get("reason") or ""
     if origin(s) != "spectui" and not detail:
         detail = started_by_text(s)
+    if s.get("stale"):  # the state shown could not be confirmed just now: say why
+        detail = (f"{detail}; " if detail else "") + f"unconfirmed: {s['stale']}"
     return (f"{visible(str(s['name'])):<20} {state:<13} {origin(s):<8} {s['pid'] or '-':>8} "
             f"{s['port'] or '-':>6} {gpus:<16} {_uptime(s):>8}  {visible(str(detail))}")
 
@@ -366,9 +368,12 @@ async def _run(args: argparse.Namespace, target: HostTarget) -> int:
     try:
         ctl = ServerControl(session)
         progress = Progress()
-        # progress of what this command does: a start's or switch's stages, a stop's servers once stopping
+        # progress of what this command does, never of other servers on the host: a start's or switch's
+        # stages, a stop's servers once stopping
         if args.action == "stop":
             progress.only = set()
+        elif args.action in ("start", "switch"):
+            progress.only = {profile.name}
         if not getattr(args, "json", False) and args.action in ("start", "switch", "stop"):
             ctl.on_events(progress.on_event)
         if args.action == "list":
