@@ -79,7 +79,7 @@ MAX_EVENTS = 2_000_000
 #: The longest line (a log read is the longest event spectui writes, far below this).
 MAX_LINE_BYTES = 8 * 1024 * 1024
 CHUNK = 1 << 16
-EVENT_NAME = re.compile(r"[a-z][a-z0-9_]{0,63}")
+EVENT_NAME = re.compile(r"[a-z][a-z0-9_.]{0,63}")   # the agent's (gpu, probe.progress) and the console's
 REFERENCE = re.compile(r"\$\{[A-Za-z_][A-Za-z0-9_]*\}")
 #: Keys whose value is a command line (a list of words) or a profile, in any event.
 ARGV_KEYS = ("argv", "launch_argv")
@@ -488,7 +488,7 @@ def _event(path: Path, lineno: int, raw: bytes, version: int) -> tuple[float, st
         if not isinstance(ev, str):
             raise Invalid("ev (the event's name) is missing" if ev is None else f"ev must be text, not {kind(ev)}")
         if not EVENT_NAME.fullmatch(ev):
-            raise Invalid("ev is not an event name (lower-case letters, digits and _)")
+            raise Invalid("ev is not an event name (lower-case letters, digits, _ and .)")
         check_event(ev, obj.get("d"))
     except Invalid as exc:
         what = f" ({ev} event)" if isinstance(ev, str) and EVENT_NAME.fullmatch(ev) else ""

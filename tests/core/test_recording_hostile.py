@@ -117,9 +117,12 @@ def test_what_spectui_writes_reads_back_through_the_checks(tmp_path):
                              "accept_rate": [{"value": 0.5, "formula": "drafts-only"}], "running_req": 1})
     w.write("alert", {"kind": "fired", "at": 3.0, "rule": "server_down", "subject": "beta", "message": "down"})
     w.write("something_newer", [1, 2, 3])
+    w.write("probe.progress", {"done": 1})   # the agent's dotted event names
+    w.write("agent.log", {"level": "info"})
     w.close()
     rec = read_recording(path)
-    assert [ev for _, ev, _ in rec.events] == ["session", "gpu", "server_frame", "alert", "something_newer"]
+    assert [ev for _, ev, _ in rec.events] == ["session", "gpu", "server_frame", "alert", "something_newer",
+                                               "probe.progress", "agent.log"]
 
 
 def test_a_recording_without_a_session_says_so(tmp_path):
