@@ -86,6 +86,7 @@ class ServerFrame:
     version: str | None
     sources: dict
     dp_ranks: int | None = None
+    foreign_reqs: int | None = None  # of running + queued, requests spectui did not send (None: not known)
 
     @classmethod
     def from_event(cls, d: dict, received_at: float) -> "ServerFrame":
@@ -100,6 +101,7 @@ class ServerFrame:
             running_req=d.get("running_req"), queue_req=d.get("queue_req"), token_usage=d.get("token_usage"),
             ttft_ms=d.get("ttft_ms"), itl_ms=d.get("itl_ms"), speculative=d.get("speculative") or {},
             version=d.get("version"), sources=d.get("sources") or {}, dp_ranks=d.get("dp_ranks"),
+            foreign_reqs=d.get("foreign_reqs"),
         )
 
     @property

@@ -432,7 +432,7 @@ class SpectuiApp(App):
                                      busy=None if measuring else self.busy,  # the banner says
                                      interconnect=self.probe.interconnect,
                                      traffic_paused=traffic.paused_by_bench(),
-                                     traffic_streams=traffic.concurrency,
+                                     traffic_streams=traffic.concurrency, traffic_note=traffic.line(),
                                      telemetry_hz=telemetry.hz if telemetry.on and self.replay is None else None,
                                      paused=self.paused, recording=self.recording.header_text())
 

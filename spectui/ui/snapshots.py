@@ -109,7 +109,8 @@ REPLY_LATE_S = 3.0  # the host pings every 2 s: silence this long shows as "last
 
 def header_view(link: HostLink, *, traffic: bool | None, busy: str | None, interconnect: str | None = None,
                 traffic_paused: bool = False, traffic_streams: int | None = None,
-                telemetry_hz: float | None = None, paused: bool = False, recording: str | None = None) -> HeaderView:
+                telemetry_hz: float | None = None, paused: bool = False, recording: str | None = None,
+                traffic_note: str | None = None) -> HeaderView:
     facts = link.facts or {}
     frame = link.gpu
     gpus = frame.gpus if frame is not None and frame.gpus else ()
@@ -146,7 +147,7 @@ def header_view(link: HostLink, *, traffic: bool | None, busy: str | None, inter
                       sglang, "replaying" if link.target.kind == "replay" and link.connected else link.state.value, rtt,
                       traffic, busy, interconnect, traffic_paused, traffic_streams,
                       silent, sglang_note, *_ports_notes(link.target.ports), telemetry_hz=telemetry_hz, paused=paused,
-                      recording=recording)
+                      recording=recording, traffic_note=traffic_note)
 
 
 def _ports_notes(ports: DemoPorts | None) -> tuple[str | None, str | None]:
@@ -568,7 +569,7 @@ def throughput_view(link: HostLink, name: str | None) -> ThroughputView:
     return ThroughputView(name, value(frame.gen_throughput), pts, frame.running_req, frame.queue_req,
                           frame.token_usage, latency_view(frame.ttft_ms), latency_view(frame.itl_ms),
                           _frame_stale(link, frame), per_stream=value(frame.per_stream),
-                          series_span_s=_span(link, len(pts)))
+                          series_span_s=_span(link, len(pts)), foreign=frame.foreign_reqs)
 
 
 def log_tail_view(name: str | None, lines: tuple[str, ...] | None, error: str | None, stale: bool) -> LogTailView:

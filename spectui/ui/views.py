@@ -62,6 +62,7 @@ class HeaderView:
     telemetry_hz: float | None = None  # the GPU telemetry rate (+ and - change it); None: telemetry off
     paused: bool = False           # the display is paused (z): the panels hold still, telemetry goes on
     recording: str | None = None   # "REC 1:23 · 0.4 MB" while the session is being recorded (ctrl+r, --record)
+    traffic_note: str | None = None  # the demo traffic on but sending nothing, and why: "traffic paused: X stopped"
 
 
 @dataclass(frozen=True)
@@ -223,6 +224,7 @@ class ThroughputView:
     per_stream: Value = field(default_factory=lambda: Value(None))
     series_span_s: float | None = None      # the time the chart spans (its x axis)
     last_run: tuple[str, ...] = ()          # once no server runs: when it ended, its last figures labelled as the last run's
+    foreign: int | None = None              # of running + queued, requests spectui did not send (another client's)
 
 
 @dataclass(frozen=True)

@@ -3,8 +3,6 @@ the operator chose: another user's server, found running and ready later, gets n
 
 from __future__ import annotations
 
-import http.server
-import json
 import threading
 import time
 
@@ -12,6 +10,7 @@ import pytest
 
 from spectui.agent.bench.traffic import Traffic
 from spectui.agent.servers.telemetry import TelemetryStream
+from tests.agent.test_traffic_target_stub import stub_server
 from tests.sim.simproc import start_ready, wait_for
 
 SERVER = ["--model-path", "Qwen/Qwen3-8B", "--sim-hardware", "nvlink-8gpu", "--sim-load-time", "0.3", "--enable-metrics"]
@@ -25,33 +24,16 @@ class Stub(object):
         self.posts = 0
         self.gets = []
         self.release = threading.Event()
-        stub = self
-
-        class Handler(http.server.BaseHTTPRequestHandler):
-            def log_message(self, *args):
-                pass
-
-            def do_GET(self):
-                stub.gets.append(self.path)
-                body = json.dumps({"version": "0.5.23", "model_path": "someone/else"}).encode()
-                self.send_response(200)
-                self.send_header("Content-Type", "application/json")
-                self.send_header("Content-Length", str(len(body)))
-                self.end_headers()
-                self.wfile.write(body)
-
-            def do_POST(self):
-                stub.posts += 1
-                self.send_response(200)
-                self.send_header("Content-Type", "text/event-stream")
-                self.end_headers()
-                stub.release.wait(60)  # a /generate that never finishes
-
-        self.httpd = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-        self.httpd.daemon_threads = True
+        self.httpd = stub_server(self._note, self.release)
         self.port = self.httpd.server_address[1]
         self.thread = threading.Thread(target=self.httpd.serve_forever, daemon=True)
         self.thread.start()
+
+    def _note(self, method, path):
+        if method == "POST":
+            self.posts += 1
+        else:
+            self.gets.append(path)
 
     def close(self):
         self.release.set()

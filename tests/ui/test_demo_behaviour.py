@@ -14,9 +14,11 @@ async def test_demo_traffic_moves_the_panels_and_t_toggles_it(ui_env):
     async with app.run_test(size=(120, 40)) as pilot:
         await connected(pilot, app)
         await wait_for(pilot, lambda: app.traffic.on, 10, "traffic to start")
-        await wait_for(pilot, lambda: "traffic on" in panel_text(app, "header"), 5, "the header to say so")
+        # no server runs yet: the header says the traffic waits, not that it is on
+        await wait_for(pilot, lambda: "traffic waiting" in panel_text(app, "header"), 5, "the header to say so")
         await pilot.press("2")
         await wait_for(pilot, lambda: server_state(app, "beta") == "ready" and app.busy is None, 60, "beta ready")
+        await wait_for(pilot, lambda: "traffic on" in panel_text(app, "header"), 10, "the header to say it is on")
 
         def moving():
             s = app.link.series.get("beta")

@@ -400,14 +400,15 @@ def comparison_csv(comp: dict) -> str:
 
 
 def speedup_bars(comp: dict, concurrency: int | None = None) -> list[dict]:
-    """Data for a speedup bar chart: ``[{profile, speedup, noise, baseline}]`` at one concurrency."""
+    """Data for a speedup bar chart: ``[{profile, speedup, noise, baseline, foreign}]`` at one concurrency
+    (``foreign``: the speedup is made of a figure measured beside requests spectui did not send)."""
     c = str(concurrency if concurrency is not None else comp["concurrencies"][0])
     out = []
     for row in comp["profiles"]:
         cell = row["cells"].get(c)
         if cell and cell.get("speedup") is not None:
             out.append({"profile": row["name"], "speedup": cell["speedup"], "noise": bool(cell.get("noise")),
-                        "baseline": row["name"] == comp["baseline"]})
+                        "baseline": row["name"] == comp["baseline"], "foreign": _speedup_foreign(cell)})
     return out
 
 
@@ -424,7 +425,8 @@ def bar_chart(comp: dict, width: int = 40, concurrency: int | None = None) -> st
         n = round(width * b["speedup"] / top)
         bar = "#" * n + " " * (width - n)
         bar = bar[:one] + "|" + bar[one:] if one <= width else bar
-        lines.append(f"{b['profile'].ljust(name_w)}  {bar}  {b['speedup']:.2f}x{' (noise)' if b['noise'] else ''}")
+        lines.append(f"{b['profile'].ljust(name_w)}  {bar}  {b['speedup']:.2f}x{' (noise)' if b['noise'] else ''}"
+                     + (f" {FOREIGN_MARK}" if b.get("foreign") else ""))
     return "\n".join(lines)
 
 

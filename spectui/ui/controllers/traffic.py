@@ -2,15 +2,24 @@
 
 A real host's servers get no requests from spectui unless asked (benchmarks), so this is the demo's only. A
 benchmark pauses the traffic while it measures (the bench API does, on the host) and gives it back when it ends.
+
+The traffic goes to the server the dashboard watches and follows it (a switch, another row): the console names
+it in ``traffic.start``, and names it again when the watched server changes. The host sends only to a server
+spectui started, or to a server found running that the operator chose: its row selected when ``t`` turned the
+traffic on. The header says what the host reports: ``traffic on ×N`` while requests go out, else why none do
+(``traffic paused: kimi-eagle3 stopped``).
 """
 
 from __future__ import annotations
 
 from spectui.core.errors import AgentCallError, Disconnected, SpectuiError
+from spectui.core.servers import is_external
 from spectui.ui.controllers.base import Controller, worker
 
 TRAFFIC_CONCURRENCY = (1, 4, 16)  # c cycles; the first is the default (the story's figures are at 1)
 NOT_HERE = "spectui sends no requests to a real host's servers unless asked (benchmarks)."
+SYNC_S = 0.5     # how often the watched server is checked against the traffic's target
+STATUS_S = 1.0   # how often the host is asked what the traffic does
 
 
 class TrafficController(Controller):
@@ -21,15 +30,62 @@ class TrafficController(Controller):
         self.wanted = available and wanted  # what the operator asked for (t)
         self.on = False                      # what the host last confirmed
         self.concurrency = TRAFFIC_CONCURRENCY[0]
+        self.chosen: str | None = None       # a found server the operator chose for the traffic (t on its row)
+        self.aimed: tuple | None = None      # (server, explicit) last named to the host
+        self.status: dict = {}               # the host's traffic.status, lately
+        self._timer = None
+        self._polls = 0
 
+    # --- what it aims at ----------------------------------------------------------------------------------------
+    def target(self) -> tuple[str | None, bool]:
+        """(the server the dashboard watches, whether the operator chose it though spectui did not start it)."""
+        name = self.app.focus()
+        return name, bool(name is not None and name == self.chosen)
+
+    def _found(self, name: str | None) -> bool:
+        link = self.link
+        rec = link.servers.get(name) if link is not None and name else None
+        return bool(rec is not None and is_external(rec))
+
+    def line(self) -> str | None:
+        """What the header says instead of ``traffic on ×N`` while the host sends nothing (None: it sends, or
+        it has not said yet)."""
+        st = self.status
+        if not self.on or not st.get("running") or st.get("sending") or not st.get("why"):
+            return None
+        return f"traffic {st['why']}"
+
+    # --- the link's news -------------------------------------------------------------------------------------------
     def session_opened(self, session, reconnects: int) -> None:
         # a new agent sends nothing until asked; a benchmark gives the traffic back when it ends
+        self.aimed, self.status = None, {}
+        if self.available and self._timer is None:
+            self._timer = self.app.set_interval(SYNC_S, self.sync)
         if self.wanted and not self.app.bench.measuring():
             self._set(True)
+
+    def host_changed(self) -> None:
+        self.aimed, self.status, self.chosen = None, {}, None
+
+    def sync(self) -> None:
+        """Aim the traffic at the server the dashboard watches now, and hear what the host does with it."""
+        link = self.link
+        if not (self.available and self.on and self.wanted) or link is None or not link.connected:
+            return
+        if self.app.bench.measuring():
+            return
+        if self.target() != self.aimed:
+            self._set(True)
+            return
+        self._polls += 1
+        if self._polls * SYNC_S >= STATUS_S:
+            self._polls = 0
+            self._poll()
 
     def paused_by_bench(self) -> bool:
         return self.app.bench.measuring() and self.wanted
 
+    # --- keys --------------------------------------------------------------------------------------------------------
     def toggle(self) -> None:
         if not self.available:
             self.notify(NOT_HERE, severity="warning")
@@ -39,6 +95,11 @@ class TrafficController(Controller):
                         severity="warning")
             return
         self.wanted = not self.wanted
+        name = self.app.focus()
+        # t on a found server's row: the operator chose it for the traffic; off forgets the choice
+        self.chosen = name if self.wanted and self._found(name) and name == self.app.highlighted_name() else None
+        if self.chosen:
+            self.notify(f"Demo traffic goes to {name}, a server spectui did not start, as you chose it.")
         self._set(self.wanted)
 
     def cycle_concurrency(self) -> None:
@@ -59,6 +120,7 @@ class TrafficController(Controller):
         if self.available and self.wanted and link is not None and link.connected:
             self._set(True)
 
+    # --- the host -------------------------------------------------------------------------------------------------
     @worker(group="traffic", exclusive=True)
     async def _set(self, on: bool) -> None:
         link = self.link
@@ -66,9 +128,15 @@ class TrafficController(Controller):
             return
         try:
             if on:
-                await link.session.client.call("traffic.start", {**self.scenario, "concurrency": self.concurrency})
+                server, explicit = self.target()
+                params = {**self.scenario, "concurrency": self.concurrency, "server": server}
+                if explicit:
+                    params["explicit"] = True
+                self.status = await link.session.client.call("traffic.start", params)
+                self.aimed = (server, explicit)
             else:
-                await link.session.client.call("traffic.stop")
+                self.status = await link.session.client.call("traffic.stop")
+                self.aimed = None
             self.on = on
         except AgentCallError as exc:
             self.on = False
@@ -76,6 +144,19 @@ class TrafficController(Controller):
         except (Disconnected, SpectuiError):
             self.on = False
         self.refresh()
+
+    @worker(group="traffic-status", exclusive=True)
+    async def _poll(self) -> None:
+        link = self.link
+        if link is None or not link.connected:
+            return
+        try:
+            st = await link.session.client.call("traffic.status", timeout=10)
+        except (AgentCallError, Disconnected, SpectuiError):
+            return
+        if st != self.status:
+            self.status = st
+            self.refresh()
 
     async def stop_for_quit(self) -> None:
         """The demo's quit: no more requests while its servers stop."""

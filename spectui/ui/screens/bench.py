@@ -23,7 +23,7 @@ from textual.screen import Screen
 from textual.widgets import Static
 
 from spectui.core.bench import render_comparison, speedup_bars
-from spectui.core.bench.table import render_run_detail
+from spectui.core.bench.table import FOREIGN_MARK, render_run_detail
 from spectui.core.textsafe import visible, visible_text
 from spectui.ui import keys
 from spectui.ui.benchjob import BenchJob
@@ -61,6 +61,8 @@ def speedup_chart(comp: dict, st: Styles = DEFAULT_STYLES, width: int = BAR_WIDT
         out.append(b["profile"].ljust(name_w) + "  ", style="bold")
         out.append(bar, style=style)
         out.append(f"  {s:.2f}x")
+        if b.get("foreign"):
+            out.append(f" {FOREIGN_MARK}", style=st.warn)
         if b["baseline"]:
             out.append("  baseline", style="dim")
         elif b["noise"]:

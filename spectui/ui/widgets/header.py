@@ -62,6 +62,8 @@ def header_row(view: HeaderView | None, st: Styles, *, rtt: bool = True, simulat
     if traffic and view.traffic is not None:
         if view.traffic_paused:
             row.add(*sep).add("traffic paused", st.warn)
+        elif view.traffic and view.traffic_note:  # on, but the host sends nothing: why, not "traffic on"
+            row.add(*sep).add(view.traffic_note, st.warn)
         else:
             on = "traffic on" + (f" ×{view.traffic_streams}" if view.traffic_streams else "")
             row.add(*sep).add(on if view.traffic else "traffic off", st.accent if view.traffic else st.dim)

@@ -1,7 +1,8 @@
 """The throughput panel: decode speed per stream (what one request sees, the figure to compare
 across profiles at concurrency 1) and for all streams together, each with its source and
-window, over time; requests running and queued, token usage; time to first token and
-inter-token latency with what their histogram buckets can tell."""
+window, over time; requests running and queued (and how many of them spectui did not send: this console's
+demo traffic and the host's benchmarks are spectui's), token usage; time to first token and inter-token
+latency with what their histogram buckets can tell."""
 
 from __future__ import annotations
 
@@ -86,7 +87,10 @@ class ThroughputPanel(LinePanel):
             return [Row(view.message, st.dim), *note_rows(view.last_run, width, st)]
         head = [*figure_rows("per stream", view.per_stream, " tok/s", st, width),
                 *figure_rows("all streams", view.gen, " tok/s", st, width)]
-        reqs = Row("running ", st.text).add(fnum(view.running, 0), st.bold).add("  queued ", st.text)
+        reqs = Row("running ", st.text).add(fnum(view.running, 0), st.bold)
+        if view.foreign:  # the server serves someone else's requests too: figures are not spectui's alone
+            reqs.add(f" ({view.foreign} not spectui's)", st.warn)
+        reqs.add("  queued ", st.text)
         reqs.add(fnum(view.queued, 0), st.bold)
         usage = Row("token usage ", st.text)
         usage.add("–" if view.token_usage is None else f"{100 * view.token_usage:.1f}%", st.bold)
