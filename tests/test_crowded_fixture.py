@@ -45,6 +45,18 @@ def test_discovery_finds_each_stand_in_as_an_sglang_server_listening_on_its_port
         assert len(host.ports["silent"]) == 2 and len(host.ports["trickling"]) == 1
 
 
+def test_a_real_host_agent_lists_the_stand_ins_that_answer(tmp_path):
+    """``spectui servers list --host local``: the agent run on this machine finds them as external servers."""
+    with CrowdedHost(silent=0, trickling=0, answering=1, foreign_user=foreign_user_reason() is None) as host:
+        r = subprocess.run(["spectui", "servers", "list", "--host", "local", "--state-dir", str(tmp_path / "state"),
+                            "--json"], capture_output=True, text=True, timeout=120)
+        assert r.returncode == 0, r.stderr
+        listed = {s["name"]: s for s in json.loads(r.stdout)["servers"]}
+        for stub in host.stubs:
+            found = listed[f"ext-{stub.port}"]
+            assert (found["pid"], found["origin"], found["state"]) == (stub.pid, "external", "ready"), found
+
+
 def test_a_silent_stand_in_accepts_and_never_answers():
     with CrowdedHost(silent=1, trickling=0) as host:
         port = host.ports["silent"][0]
