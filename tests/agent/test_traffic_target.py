@@ -10,6 +10,7 @@ import pytest
 
 from spectui.agent.bench.traffic import Traffic
 from spectui.agent.servers.telemetry import TelemetryStream
+from spectui.core.bench.runs import pause_demo_traffic
 from tests.agent.test_traffic_target_stub import stub_server
 from tests.sim.simproc import start_ready, wait_for
 
@@ -243,3 +244,32 @@ def test_frames_say_which_running_requests_are_not_spectuis(agent, sims, traffic
     finally:
         stop.set()
         stream.stop()
+
+
+# -- a benchmark gives the traffic back to the server it went to ------------------------------------------------
+
+
+class DirectClient(object):
+    """A session's client whose calls go straight to ``traffic`` (what the agent would answer)."""
+
+    def __init__(self, traffic):
+        self.methods = {"traffic.status": traffic.status, "traffic.stop": traffic.stop,
+                        "traffic.start": traffic.start}
+
+    async def call(self, method, params=None, timeout=None):
+        return self.methods[method](params or {})
+
+
+class DirectSession(object):
+    def __init__(self, traffic):
+        self.client = DirectClient(traffic)
+
+
+async def test_a_benchmark_gives_the_traffic_back_to_the_server_it_went_to(traffic, stub):
+    traffic.start({"concurrency": 2, "max_new_tokens": 16, "server": "sglang-30777", "explicit": True})
+    restore = await pause_demo_traffic(DirectSession(traffic))
+    assert traffic.status({})["running"] is False
+    await restore()
+    st = traffic.status({})
+    assert st["running"] and st["concurrency"] == 2, st
+    assert st["target"] == "sglang-30777" and st["explicit"] is True, st

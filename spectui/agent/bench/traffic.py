@@ -316,6 +316,7 @@ class Traffic(object):
                 "running": running,
                 "concurrency": self.concurrency if running else 0,
                 "in_flight": self.in_flight,
+                "named": want.named,                          # the console named the server (else: spectui's newest)
                 "target": want.name if want.named else None,  # the server the console named
                 "explicit": want.explicit,
                 "server": target[0] if target else None,      # the server requests go to now

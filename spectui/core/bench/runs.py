@@ -335,7 +335,8 @@ class BenchClient:
 async def pause_demo_traffic(session: Session) -> Callable[[], Awaitable[None]]:
     """Stop the demo's background traffic (``traffic.*``) while a benchmark runs.
 
-    Returns a coroutine function that starts it again as it was (a no-op when none ran).
+    Returns a coroutine function that starts it again as it was (a no-op when none ran): as many requests
+    at once, to the server the console named (and chose) for it.
     """
     async def nothing() -> None:
         return None
@@ -347,11 +348,13 @@ async def pause_demo_traffic(session: Session) -> Callable[[], Awaitable[None]]:
     if not st.get("running"):
         return nothing
     await session.client.call("traffic.stop", timeout=10)
-    concurrency = st.get("concurrency") or 2
+    again: dict[str, Any] = {"concurrency": st.get("concurrency") or 2}
+    if st.get("named"):  # the same server as before, chosen as before
+        again.update(server=st.get("target"), explicit=bool(st.get("explicit")))
 
     async def restore() -> None:
         try:
-            await session.client.call("traffic.start", {"concurrency": concurrency}, timeout=10)
+            await session.client.call("traffic.start", again, timeout=10)
         except (AgentCallError, Disconnected) as exc:
             log.info("the demo's background traffic was not restarted: %s", exc)
     return restore
