@@ -58,7 +58,7 @@ RELEASE_TIMEOUT_S = 60.0
 READY_TIMEOUT_S = 1800.0
 SCAN_EVERY_S = 1.0
 MONITOR_TICK_S = 0.25  # the monitor's look at every watch; sooner when a health check has answered
-FIRST_LOOK_S = 0.5  # how long an agent's first listing waits for the health checks it began to answer
+FIRST_LOOK_S = 0.25  # how long an agent's first listing waits for the health checks it began to answer
 VIEW_KEYS = ("name", "state", "pid", "pgid", "host", "port", "gpus", "profile_hash", "argv", "env_keys",
              "started_at", "ready_at", "ended_at", "progress", "reason", "exit_status", "log_path", "profile",
              "stop", "load_s")
