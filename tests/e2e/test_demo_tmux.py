@@ -64,7 +64,9 @@ class Tmux:
 
 
 def row(text: str, name: str) -> str:
-    for line in text.splitlines():
+    """The first line below the header that names ``name`` with a state mark (the header has its own marks,
+    ``● connected``, and may name a server: ``traffic paused: kimi-baseline stopped``)."""
+    for line in text.splitlines()[1:]:
         if re.search(rf"\b{re.escape(name)}\b", line) and ("○" in line or "●" in line or "◐" in line or "◌" in line
                                                             or "✗" in line):
             return line
