@@ -53,6 +53,7 @@ from .sse import sse_data
 
 FINAL = ("done", "failed", "interrupted")
 FLUSH_RETRY_S = 30.0
+FLUSH_FOREIGN_S = 3.0  # a flush refused this long while the server serves others' requests is given up
 HTTP_TIMEOUT_S = 10.0
 LOAD_EVERY_S = 1.0  # how often the server's running and queued requests are read while the run measures
 
@@ -255,13 +256,15 @@ class Runner(object):
         """``/flush_cache`` (POST, else GET); SGLang refuses while requests run, so retry a while.
 
         Not with another run on the server (``overlapped_with``): its requests never stop, and a flush
-        between two of them would reset the figures it reads.
+        between two of them would reset the figures it reads. Nor, after a few seconds, while the server
+        keeps serving requests the run did not send (its own warm-up is over): those may never stop either.
         """
         others = self.spec.get("overlapped_with") or []
         if others:
             return {"flushed": False, "message": "not flushed: run %s measures this server too (overlap allowed)"
                     % ", ".join(others)}
         deadline = time.monotonic() + FLUSH_RETRY_S
+        busy_since = None
         last = None
         while not self.stop.is_set():
             for method in ("POST", "GET"):
@@ -277,8 +280,24 @@ class Runner(object):
                 break
             if time.monotonic() >= deadline:
                 break
+            load = self._load()
+            if load:
+                busy_since = busy_since or time.monotonic()
+                if time.monotonic() - busy_since >= FLUSH_FOREIGN_S:
+                    return {"flushed": False, "message": "not flushed: the server kept serving %d request%s this run "
+                            "did not send (%s)" % (load, "" if load == 1 else "s", last)}
+            else:
+                busy_since = None
             self.stop.wait(0.5)
         return {"flushed": False, "message": last or "cancelled"}
+
+    def _load(self):
+        """The server's running + queued requests now, from its ``/metrics``; None when it does not say."""
+        try:
+            status, body = self.http("GET", "/metrics", timeout=HTTP_TIMEOUT_S)
+            return server_load(parse_metrics(body.decode("utf-8", "replace")).gauges) if status == 200 else None
+        except (OSError, MetricsUnavailable, ValueError):
+            return None
 
     # --- one request ----------------------------------------------------------------------
     def one(self, index, prompt, record):
@@ -390,11 +409,7 @@ class Runner(object):
         """While the run measures, the server's running and queued requests beside the run's own in flight."""
         while self._measuring and not self.stop.wait(LOAD_EVERY_S):
             own = len(self._conns)
-            try:
-                status, body = self.http("GET", "/metrics", timeout=HTTP_TIMEOUT_S)
-                load = server_load(parse_metrics(body.decode("utf-8", "replace")).gauges) if status == 200 else None
-            except (OSError, MetricsUnavailable, ValueError):
-                load = None
+            load = self._load()
             if load is not None and self._measuring:
                 self.load_samples.append((load, max(own, len(self._conns))))
 
