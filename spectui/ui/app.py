@@ -13,6 +13,7 @@ to the panels that are visible; panels redraw only when their snapshot differs.
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import logging
 import time
 from collections.abc import Iterable
@@ -39,7 +40,8 @@ from spectui.core.servers import is_external
 from spectui.core.session import HostTarget
 from spectui.core.settings import Settings
 from spectui.core.textsafe import visible_text
-from spectui.ui import keys, messages, snapshots
+from spectui.agent.protocol import ServerState
+from spectui.ui import derive, keys, messages, snapshots
 from spectui.ui.again import AgainCommands
 from spectui.ui.controllers.alerts import AlertsController
 from spectui.ui.controllers.bench import BenchController
@@ -107,7 +109,10 @@ class SpectuiApp(App):
         self.refresh_hz = refresh_hz
         self.history = history
         self.link: HostLink | None = None
-        self.highlight = 0
+        # the selected row, by name (a profile, or a server found on the host): the list may change around it,
+        # it never moves by itself; _selected_at is its last row, where j and k go on from once it has left
+        self.selected: str | None = self.profiles[0].name if self.profiles else None
+        self._selected_at = 0
         self.rate_choice = 0  # which accept-rate formula the speculative panel shows first (a cycles)
         self.busy: str | None = None  # the one action under way (switch, stop, benchmark, ...): others wait
         self.exit_note: str | None = None
@@ -185,7 +190,7 @@ class SpectuiApp(App):
             return
         while True:
             link = self._new_link(self.target, self._hear)
-            self.link = link
+            self.link = self.hosts[0].link = link
             self.recording.attach(link)
             self._connected_seen = False
             try:
@@ -321,10 +326,9 @@ class SpectuiApp(App):
                 self.pop_screen()
         link = self.link
         ready = [n for n, s in link.servers.items() if s.get("state") in LIVE]
-        for i, n in enumerate(self.row_names()):
-            if n in ready:
-                self.highlight = i
-                break
+        running = [p.name for p in self.profiles if p.name in ready]  # a profile's server, never a found one
+        if running:
+            self.selected = running[0]
         if self.profile_errors:
             self.notify(f"{len(self.profile_errors)} profile(s) could not be loaded: {self.profile_errors[0]}",
                         severity="warning", timeout=10)
@@ -358,6 +362,7 @@ class SpectuiApp(App):
         self.bench.sync()
         self.alerts.evaluate()
         self.recording.sync()
+        self._forget_gone(link)
         if not self.dashboard_visible():
             return
         key = (self._news, self._ui_version, int(time.monotonic()))
@@ -381,23 +386,22 @@ class SpectuiApp(App):
 
     def build_views(self) -> dict[str, object]:
         link = self.link
-        rows = len(self.row_names())
-        if rows and self.highlight >= rows:  # a found server's row went away under the highlight
-            self.highlight = rows - 1
         name = self.focus()
         profile = self.library.profiles.get(name) if name else None
-        servers, bench = self.servers, self.bench
+        servers = self.servers
+        server = snapshots.server_view(link, name, profile, switch_result=servers.switch_results.get(name or ""),
+                                       switch_started=servers.switch_started, stopped_name=servers.switch_stopped,
+                                       switch_error=servers.switch_errors.get(name or ""))
+        gone = self.gone_name()
+        if gone is not None and name == gone:
+            server = dataclasses.replace(server, hint=f"{gone} is no longer on the host: it stopped and was forgotten "
+                                                      "(j and k select another row)")
         views: dict[str, object] = {
             "banner": self.banner_view(),
             "header": self.header_view(),
-            "profiles": snapshots.profiles_view(link, self.profiles, self.highlight, self.profile_errors,
-                                                servers.switching_to(), bench.marked, bench.compare_baseline(),
-                                                servers.found_servers(), self.profile_filter),
+            "profiles": self.profiles_view(),
             "gpus": self.gpu_view(profile),
-            "server": snapshots.server_view(link, name, profile, switch_result=servers.switch_results.get(name or ""),
-                                            switch_started=servers.switch_started,
-                                            stopped_name=servers.switch_stopped,
-                                            switch_error=servers.switch_errors.get(name or "")),
+            "server": server,
         }
         algorithms = {n: snapshots.profile_algorithm(link.servers.get(n), self.library.profiles.get(n), s.latest)
                       for n, s in link.series.items()}
@@ -416,6 +420,24 @@ class SpectuiApp(App):
             self._found_highlighted = found
             self.dashboard.refresh_bindings()
         return views
+
+    def profiles_view(self):
+        """The profile rows, then the group of found servers under its heading."""
+        servers, bench = self.servers, self.bench
+        group = servers.group()
+        view = snapshots.profiles_view(self.link, self.profiles, self.highlight, self.profile_errors,
+                                       servers.switching_to(), bench.marked, bench.compare_baseline(),
+                                       group.listed, self.profile_filter)
+        heading = group.view and dataclasses.replace(group.view, at=sum(1 for r in view.rows if r.origin is None))
+        return dataclasses.replace(view, group=heading, gone=self.gone_name())
+
+    def _forget_gone(self, link) -> None:
+        """What the console keeps per server (its log, its last switch's answer), for servers the link forgot."""
+        known = set(link.servers) | set(link.series) | set(self.library.profiles)
+        shown = {s.buffer.name for s in self.screen_stack if isinstance(s, LogScreen)}
+        for name in [n for n in self.logs.buffers if n not in known and n not in shown]:
+            del self.logs.buffers[name]
+        self.servers.forget(known)
 
     def gpu_view(self, profile: Profile | None):
         """The GPU panel: this host's GPUs; a multi-node profile's nodes' GPUs, by node, when the console has its
@@ -495,10 +517,10 @@ class SpectuiApp(App):
 
     def set_profile_filter(self, text: str) -> None:
         """F: show only the profile rows ``text`` matches, keeping the highlighted row where it is still shown."""
-        name = self.highlighted_name()
         self.profile_filter = text
         names = self.row_names()
-        self.highlight = names.index(name) if name in names else 0
+        if self.selected not in names and names:
+            self.selected = names[0]
         self.refresh_now()
 
     def highlight_row(self, name: str) -> None:
@@ -507,9 +529,8 @@ class SpectuiApp(App):
             if self.dashboard is not None:
                 self.dashboard.end_profile_filter()
             self.profile_filter = ""
-        names = self.row_names()
-        if name in names:
-            self.highlight = names.index(name)
+        if name in self.row_names():
+            self.selected = name
             self.refresh_now()
 
     # --- profiles and highlight ---------------------------------------------------------------------------------------------
@@ -522,15 +543,62 @@ class SpectuiApp(App):
         return [r[0] for r in rows if snapshots.row_shown(self.profile_filter, *r)]
 
     def highlighted_name(self) -> str | None:
-        """The highlighted row: a profile, or a server spectui found running (the rows after the profiles)."""
+        """The selected row: a profile, or a server found on the host (the group under the profiles); kept by
+        name, so a row that appears or goes elsewhere in the list never changes it (see :meth:`gone_name`)."""
+        return self.selected
+
+    @property
+    def highlight(self) -> int:
+        """The selected row's index in :meth:`row_names` (-1 while it is not listed)."""
         names = self.row_names()
-        if 0 <= self.highlight < len(names):
-            return names[self.highlight]
-        return None
+        if self.selected in names:
+            self._selected_at = names.index(self.selected)
+            return self._selected_at
+        return -1
+
+    @highlight.setter
+    def highlight(self, index: int) -> None:
+        names = self.row_names()
+        if 0 <= index < len(names):
+            self.selected, self._selected_at = names[index], index
+
+    def gone_name(self) -> str | None:
+        """The selected server, once it is no longer on the host (its row went with it); else None."""
+        name = self.selected
+        if name is None or name in self.library.profiles or name in self.row_names():
+            return None
+        link = self.link
+        return name if link is None or name not in link.servers else None
+
+    def reselect_near(self, index: int) -> None:
+        """After the list changed at the operator's word (o, u): a selection no longer listed moves to the row at
+        ``index``, else the last one."""
+        names = self.row_names()
+        if names and self.selected not in names:
+            self.highlight = max(0, min(index if index >= 0 else self._selected_at, len(names) - 1))
 
     def focus(self) -> str | None:
-        """The server the server, speculative, throughput and log panels follow."""
-        return snapshots.focus_name(self.link, self.highlighted_name(), self.servers.switch_errors)
+        """The server the server, speculative, throughput and log panels follow: the one a switch under way starts;
+        else the selected row's (a found server's, or a profile's that runs); for a profile that does not run, the
+        operator's own server that runs (a profile's or an adopted one), never one only found on the host."""
+        link, name = self.link, self.selected
+        if link is None:
+            return name
+        sw = link.switch
+        if sw is not None and sw.stage not in derive.FINAL and sw.target not in self.servers.switch_errors:
+            return sw.target
+        if name is None or name not in self.library.profiles:
+            return name
+        rec = link.servers.get(name)
+        if rec is not None and rec.get("state") != ServerState.STOPPED:
+            return name
+        own = [s for s in link.servers.values() if s.get("state") in LIVE and not is_external(s)]
+        if own:
+            own.sort(key=lambda s: (s.get("state") == ServerState.READY, s.get("started_at") or 0), reverse=True)
+            return own[0]["name"]
+        if sw is not None and (sw.target == name or sw.target in link.servers):
+            return sw.target
+        return name if rec is not None else None
 
     def profile_algorithm_of(self, name: str) -> str | None:
         link = self.link
@@ -541,7 +609,11 @@ class SpectuiApp(App):
     def move_highlight(self, step: int) -> None:
         rows = len(self.row_names())
         if rows:
-            self.highlight = max(0, min(rows - 1, self.highlight + step))  # stops at the ends, as htop and k9s do
+            at = self.highlight
+            if at < 0:  # the selected row went: j takes the row now in its place, k the one above
+                at = self._selected_at - (1 if step < 0 else 0)
+                step = 0
+            self.highlight = max(0, min(rows - 1, at + step))  # stops at the ends, as htop and k9s do
             self.refresh_now()
 
     def set_highlight(self, index: int) -> None:
@@ -587,8 +659,8 @@ class SpectuiApp(App):
 
     def enter_host(self, index: int) -> None:
         """Show host ``index`` on the dashboard: its link, profiles and state; what the console held of the
-        previous host (switch results, probes, logs, alert judgements) is dropped, and its session's work
-        (topology, probes, demo traffic) starts as for a new session."""
+        previous host (switch results, probes, logs) is dropped, and its session's work (topology, probes, demo
+        traffic) starts as for a new session. Every host's alerts stay with their host, judged all the time."""
         if index == self.current_host or not 0 <= index < len(self.hosts):
             return
         if self.busy:
@@ -603,7 +675,7 @@ class SpectuiApp(App):
         self.link, self.target, self.library = host.link, host.target, host.library
         self.profiles = list(self.library)
         self.profile_errors = [str(e) for e in self.library.errors]
-        self.highlight = 0
+        self.selected, self._selected_at = (self.profiles[0].name if self.profiles else None), 0
         if self.profile_filter and self.dashboard is not None:
             self.dashboard.end_profile_filter()
         self.profile_filter = ""

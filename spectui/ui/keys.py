@@ -78,6 +78,12 @@ DASHBOARD = [
             tooltip="Lower the GPU telemetry rate: 10, 5, 2, 1 Hz"),
     Binding("F", "filter_profiles", "Find", id="dashboard.filter_profiles", show=False,
             tooltip="Filter the profile list by name, algorithm or model (escape clears)"),
+    Binding("o", "found_group", "Found", id="dashboard.found_group", show=False,
+            tooltip="Fold or unfold the group of servers found on this host (under the profiles)"),
+    Binding("full_stop", "found_stopped", "Stopped", id="dashboard.found_stopped", show=False,
+            tooltip="Show or hide the found servers that stopped (forgotten 5 minutes after they stop)"),
+    Binding("u", "found_owner", "Owner", id="dashboard.found_owner", show=False,
+            tooltip="Found servers: only yours (the user spectui runs as on the host), or every user's"),
     Binding("D", "debug_log", "Debug log", id="dashboard.debug_log", show=False,
             tooltip="spectui's own log, the console's and the host agent's records, and the log file to attach "
                     "to a report"),
@@ -209,7 +215,8 @@ HELP_GROUPS = (("Dashboard", DASHBOARD), ("Log screen", LOGS), ("Benchmark scree
 # Actions that make sense as palette commands (digits and movement do not).
 PALETTE_ACTIONS = ("switch", "stop", "adopt", "import_profile", "restart", "logs", "filter", "source", "bench", "compare", "results", "probe",
                    "traffic", "retry_now", "gpu_processes", "describe", "pause", "telemetry_faster",
-                   "telemetry_slower", "filter_profiles", "debug_log", "alerts", "record", "hosts", "help", "quit_console")
+                   "telemetry_slower", "filter_profiles", "found_group", "found_stopped", "found_owner",
+                   "debug_log", "alerts", "record", "hosts", "help", "quit_console")
 # A palette title where the footer's short label would not say enough.
 PALETTE_TITLES = {"probe": "Run verify-cost probe", "bench": "Benchmark the ready server",
                   "adopt": "Adopt the highlighted server", "import_profile": "Import a profile from the server",
@@ -217,6 +224,9 @@ PALETTE_TITLES = {"probe": "Run verify-cost probe", "bench": "Benchmark the read
                   "gpu_processes": "GPU processes", "describe": "Describe the highlighted server",
                   "pause": "Pause or resume the display", "telemetry_faster": "GPU telemetry faster",
                   "telemetry_slower": "GPU telemetry slower", "filter_profiles": "Filter the profile list",
+                  "found_group": "Found servers: fold or unfold the group",
+                  "found_stopped": "Found servers: show or hide the stopped ones",
+                  "found_owner": "Found servers: yours only, or every user's",
                   "debug_log": "Debug log (spectui's own)", "alerts": "Alerts",
                   "record": "Record the session, or stop recording", "hosts": "Hosts (fleet overview)"}
 

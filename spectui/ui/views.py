@@ -86,6 +86,18 @@ class ProfileRow:
 
 
 @dataclass(frozen=True)
+class FoundGroupView:
+    """The heading of the servers found on the host, under the profiles: ``found on this host (N)``."""
+
+    count: int                     # the servers it lists when unfolded
+    unfolded: bool = True          # o folds and unfolds it
+    stopped_hidden: int = 0        # stopped servers left out (. lists them)
+    others_hidden: int = 0         # other users' servers left out (u lists every user's)
+    mine: bool = False             # only the operator's own are listed
+    at: int = 0                    # the index in ``rows`` of its first row (the heading goes before it)
+
+
+@dataclass(frozen=True)
 class ProfilesView:
     rows: tuple[ProfileRow, ...]
     highlight: int
@@ -94,6 +106,8 @@ class ProfilesView:
     compare: tuple[str, ...] = ()  # the marked profiles in the order B compares them
     baseline: str | None = None    # which of them B takes as the baseline
     only: str = ""                 # the profile filter (F): only the rows it matches are shown
+    group: FoundGroupView | None = None  # the found servers' heading; None when the host has none
+    gone: str | None = None        # the selected server, no longer on the host (no row is highlighted)
 
 
 @dataclass(frozen=True)

@@ -11,6 +11,7 @@ from spectui.ui import keys, snapshots
 from spectui.ui.views import HeaderView
 from spectui.ui.widgets.header import HeaderBar
 from tests.ui.support import connected, wait_for
+from tests.ui.test_found_server_views import found_record
 from tests.ui.test_console_pilot import SIZE, make_app, open_alpha_log
 from tests.ui.test_panels import shown
 
@@ -45,17 +46,24 @@ async def test_escape_in_the_log_search_ends_the_search_and_keeps_the_log_screen
 
 async def test_j_and_k_stop_at_the_ends_of_the_profile_list(ui_env):
     app = make_app(ui_env)
+    mine = ["alpha", "beta", "broken"]  # the profiles this test wrote; other servers may run on the machine
     async with app.run_test(size=SIZE) as pilot:
         await connected(pilot, app)
-        rows = len(app.row_names())
-        assert rows >= 3 and app.highlight == 0
+        assert app.row_names()[:3] == mine and app.highlighted_name() == "alpha"
         await pilot.press("k")
-        assert app.highlight == 0, "k on the first row wrapped around"
-        for _ in range(rows + 2):
+        assert app.highlighted_name() == "alpha", "k on the first row wrapped around"
+        # a server of another user shows up on the machine meanwhile: a row of the group of found servers
+        app.link.record_server(found_record(name="ext-40999", port=40999, user="alice"))
+        await pilot.press("o")  # the group folded: the rows are the profiles, whatever else runs
+        assert app.row_names() == mine
+        for _ in range(len(mine) + 2):
             await pilot.press("j")
-        assert app.highlight == rows - 1, "j on the last row wrapped around"
+        assert app.highlighted_name() == "broken", "j on the last row wrapped around"
         await pilot.press("k")
-        assert app.highlight == rows - 2
+        assert app.highlighted_name() == "beta"
+        await pilot.press("o")  # unfolded: the found server's row comes after the profiles, the selection stays
+        assert app.row_names()[:3] == mine and "ext-40999" in app.row_names()[3:]
+        assert app.highlighted_name() == "beta"
 
 
 async def test_the_palette_lists_each_command_once(ui_env):

@@ -17,9 +17,10 @@ from __future__ import annotations
 
 import asyncio
 import time
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Sequence
+from dataclasses import dataclass
 
-from spectui.agent.protocol import DOWN_STATES, ServerState
+from spectui.agent.protocol import DOWN_STATES, FINAL_STATES, ServerState
 from spectui.core.errors import SpectuiError
 from spectui.core.flagcheck import check_on_host
 from spectui.core.profiles import Profile
@@ -39,6 +40,7 @@ from spectui.ui.controllers.base import Controller, worker
 from spectui.ui.fleet import FleetHost, node_hosts
 from spectui.ui.found_import import host_flagset, write_profile_from
 from spectui.ui.screens.confirm import ConfirmScreen
+from spectui.ui.views import FoundGroupView
 
 STOP_GRACE_S = 20.0
 PROCESS_COMMAND_CHARS = 64  # a process's command in a confirmation: one line each, so a TP 8 server fits
@@ -78,8 +80,36 @@ def kill_command(plan: dict) -> str:
     return "kill -TERM " + " ".join(pids)
 
 
+@dataclass(frozen=True)
+class FoundGroup:
+    """The servers found on the host as the group under the profiles lists them."""
+
+    listed: tuple[dict, ...]   # the group's rows (none while it is folded)
+    view: FoundGroupView | None  # its heading; None when the host has no found server at all
+
+
+def is_mine(record: dict, user: str | None) -> bool:
+    """Whether a found server runs as the user spectui runs as on the host."""
+    return user is not None and record.get("user") == user
+
+
+def found_group(found: Sequence[dict], *, user: str | None, unfolded: bool = True, stopped: bool = False,
+                mine: bool = False, keep: str | None = None) -> FoundGroup:
+    """The group of ``found`` servers (in row order): only the operator's with ``mine`` (when the host's user is
+    known), the stopped ones only with ``stopped`` (``keep``, the selected row, stays listed when it stops), and
+    no rows while it is folded; its heading counts the servers it lists when unfolded and what it hides."""
+    if not found:
+        return FoundGroup((), None)
+    mine = mine and user is not None
+    owned = [s for s in found if not mine or is_mine(s, user)]
+    shown = [s for s in owned if stopped or s.get("state") not in FINAL_STATES or s.get("name") == keep]
+    view = FoundGroupView(len(shown), unfolded, len(owned) - len(shown), len(found) - len(owned), mine)
+    return FoundGroup(tuple(shown) if unfolded else (), view)
+
+
 class ServersController(Controller):
-    """Switch, restart, stop, adopt, import; what the server panel shows of the last switch."""
+    """Switch, restart, stop, adopt, import; what the server panel shows of the last switch; the group of found
+    servers (folded or not, stopped ones shown or not, every user's or the operator's)."""
 
     def __init__(self, app) -> None:
         super().__init__(app)
@@ -87,15 +117,48 @@ class ServersController(Controller):
         self.switch_errors: dict[str, str] = {}    # a switch the agent refused (port in use, GPUs busy, ...)
         self.switch_started: float | None = None
         self.switch_stopped: str | None = None      # what the switch stops, as the server panel says it
+        self.found_unfolded = True    # o: the group of found servers shows its rows
+        self.found_stopped = False    # .: its stopped servers are listed too
+        self.found_mine = False       # u: only the operator's own found servers
 
     def host_changed(self) -> None:
         self.switch_results, self.switch_errors = {}, {}
         self.switch_started = self.switch_stopped = None
 
+    def forget(self, known: set[str]) -> None:
+        """Drop what is kept of servers no longer in ``known`` (the link forgot them)."""
+        for table in (self.switch_results, self.switch_errors):
+            for name in [n for n in table if n not in known]:
+                del table[name]
+
     # --- which rows are found servers -----------------------------------------------------------------------
+    def group(self) -> FoundGroup:
+        """The group of found servers as its keys (o, ., u) leave it."""
+        found = snapshots.found_servers(self.link, [p.name for p in self.app.profiles])
+        return found_group(found, user=getattr(self.link, "user", None), unfolded=self.found_unfolded,
+                           stopped=self.found_stopped, mine=self.found_mine, keep=self.app.selected)
+
     def found_servers(self) -> list[dict]:
-        """Found servers no profile row shows, in the order of their rows after the profiles."""
-        return snapshots.found_servers(self.link, [p.name for p in self.app.profiles])
+        """Found servers the group lists, in the order of their rows after the profiles."""
+        return list(self.group().listed)
+
+    def toggle_found(self, what: str) -> None:
+        """o (``unfolded``), . (``stopped``), u (``mine``): change the group; a selection the change hides moves
+        to the nearest row above it."""
+        app = self.app
+        if what == "mine" and not self.found_mine and getattr(self.link, "user", None) is None:
+            self.notify("spectui cannot tell which user it runs as on this host: every user's servers stay listed.",
+                        severity="warning")
+            return
+        at = app.highlight
+        setattr(self, f"found_{what}", not getattr(self, f"found_{what}"))
+        app.reselect_near(at)
+        said = {"unfolded": ("Found servers unfolded.", "Found servers folded (o unfolds them)."),
+                "stopped": ("Found servers: the stopped ones are listed.", "Found servers: the stopped ones are "
+                            "hidden."),
+                "mine": ("Found servers: only yours.", "Found servers: every user's.")}[what]
+        self.notify(said[0] if getattr(self, f"found_{what}") else said[1])
+        self.refresh()
 
     def found_record(self, name: str | None) -> dict | None:
         rec = self.link.servers.get(name) if self.link is not None and name else None
@@ -414,6 +477,11 @@ class ServersController(Controller):
         if self.app.ready_link() is None:
             return
         rec = self._shown_server(name)
+        gone = self.app.gone_name()
+        if rec is None and gone is not None and (name or self.app.focus()) == gone:
+            self.notify(f"{gone} is no longer on the host: nothing was stopped (j and k select another row).",
+                        severity="warning")
+            return
         if rec is None or rec.get("state") not in LIVE:
             self.notify(f"{name or (rec or {}).get('name') or 'No server'} is not running.", severity="warning")
             return
@@ -564,8 +632,6 @@ class ServersController(Controller):
         finally:
             app.set_activity("import", None)
         app.reload_profiles()
-        names = app.row_names()
-        if rec["name"] in names:
-            app.highlight = names.index(rec["name"])
+        app.highlight_row(rec["name"])
         self.notify(f"Wrote profile {name} to {path}." + (f" Note: {notes[0]}" if notes else ""), timeout=20)
         self.refresh()

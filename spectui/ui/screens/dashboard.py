@@ -217,6 +217,15 @@ class DashboardScreen(Screen):
         box.display = True
         box.focus()
 
+    def action_found_group(self) -> None:
+        self.app.servers.toggle_found("unfolded")
+
+    def action_found_stopped(self) -> None:
+        self.app.servers.toggle_found("stopped")
+
+    def action_found_owner(self) -> None:
+        self.app.servers.toggle_found("mine")
+
     def action_filter(self) -> None:
         box = self.query_one("#log-filter", Input)
         box.display = True
@@ -225,6 +234,9 @@ class DashboardScreen(Screen):
     # --- messages from widgets -----------------------------------------------------------------------------
     def on_profile_highlighted(self, message: ProfileHighlighted) -> None:
         self.app.set_highlight(message.index)
+
+    def on_profiles_list_group_toggled(self, message: ProfilesList.GroupToggled) -> None:
+        self.app.servers.toggle_found("unfolded")
 
     def on_switch_requested(self, message: SwitchRequested) -> None:
         self.app.servers.request_switch(message.name)
