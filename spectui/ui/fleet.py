@@ -13,6 +13,7 @@ import time
 from dataclasses import dataclass
 
 from spectui.agent.protocol import DOWN_STATES, LIVE_STATES, ServerState
+from spectui.core.alerts import AlertEngine
 from spectui.core.live import HostLink, LinkState
 from spectui.core.profiles import ProfileLibrary
 from spectui.core.profiles.multinode import is_node_host
@@ -30,6 +31,7 @@ class FleetHost:
     error: str | None = None        # why the last connection attempt failed, until one succeeds
     retry_at: float | None = None   # time.monotonic() of the next attempt after a failure
     refused: bool = False           # the operator refused its host key: not tried again
+    alerts: AlertEngine | None = None  # its alerts, judged from its own link whichever host is shown
 
     @property
     def label(self) -> str:
@@ -52,6 +54,7 @@ class FleetRow:
     per_stream: float | None = None  # tok/s of one request
     aggregate: float | None = None   # tok/s of the whole server
     current: bool = False            # the host the dashboard shows
+    alerts: int = 0                  # its alerts firing now
 
 
 @dataclass(frozen=True)
@@ -79,13 +82,15 @@ def fleet_row(number: int, host: FleetHost, *, current: bool, now: float | None 
     """One host's row of the overview, from what its link holds."""
     state = _state(host)
     link = host.link
+    firing = len(host.alerts.active) if host.alerts is not None else 0
     if state == "down":
         wait = "" if host.refused or host.retry_at is None else \
             f"; again in {max(0, int((host.retry_at - (now or time.monotonic())) + 0.99))} s"
-        return FleetRow(number, host.label, state, f"down: {host.error or 'not reachable'}{wait}", current=current)
+        return FleetRow(number, host.label, state, f"down: {host.error or 'not reachable'}{wait}", current=current,
+                        alerts=firing)
     if link is None or state == "connecting":
-        return FleetRow(number, host.label, state, "connecting", current=current)
-    row = dict(number=number, host=host.label, state=state, current=current)
+        return FleetRow(number, host.label, state, "connecting", current=current, alerts=firing)
+    row = dict(number=number, host=host.label, state=state, current=current, alerts=firing)
     health = "ok" if state == "connected" else f"reconnecting: {link.message or 'disconnected'}"
     gpus = link.gpu.gpus if link.gpu is not None else ()
     if gpus:

@@ -1,5 +1,6 @@
-"""The alert list (``!``): the alerts firing now, then every change (fired, cleared) newest first, with the
-time and the sentence each said (:mod:`spectui.ui.controllers.alerts`)."""
+"""The alert list (``!``): the alerts firing now on every host, each with the figures of the last evaluation and
+since when, then every change newest first: what an alert said when it fired, and when and why it ended, with the
+range of its figures (:mod:`spectui.ui.controllers.alerts`)."""
 
 from __future__ import annotations
 
@@ -11,6 +12,7 @@ from textual.widgets import Footer, Log, Static
 
 from spectui.core.textsafe import one_line
 from spectui.ui import keys
+from spectui.ui.draw import duration
 
 REFRESH_S = 1.0
 
@@ -19,15 +21,37 @@ def clock(t: float | None) -> str:
     return time.strftime("%H:%M:%S", time.localtime(t)) if isinstance(t, (int, float)) else "--:--:--"
 
 
-def alert_lines(active: list[dict], history: list[dict]) -> list[str]:
-    """What the screen shows, line by line."""
+def _lasted(alert: dict, until: float | None) -> str:
+    since = alert.get("since")
+    if not isinstance(since, (int, float)) or not isinstance(until, (int, float)):
+        return ""
+    return f" (for {duration(max(0.0, until - since))})"
+
+
+def _range(alert: dict) -> str:
+    low, high = alert.get("low"), alert.get("high")
+    if not isinstance(low, (int, float)) or not isinstance(high, (int, float)) or low == high:
+        return ""
+    return f"; from {low:.2f} to {high:.2f} while it fired"
+
+
+def alert_lines(active: list[dict], history: list[dict], text=lambda a: str(a.get("message", "")),
+                now: float | None = None) -> list[str]:
+    """What the screen shows, line by line: each alert firing now with the figures of the last evaluation and
+    since when; then every change, newest first: what a fired alert said then, and when and why one ended."""
+    now = time.time() if now is None else now
     lines = [f"Firing now: {len(active)}" if active else "Firing now: none"]
     for a in active:
-        lines.append(f"  since {clock(a.get('since'))}  {a.get('rule')}  {one_line(str(a.get('message', '')))}")
+        lines.append(f"  since {clock(a.get('since'))}{_lasted(a, now)}  {a.get('rule')}  {one_line(text(a))}")
     lines += ["", f"Changes: {len(history)}" if history else "Changes: none yet"]
     for c in reversed(history):
-        lines.append(f"  {clock(c.get('at'))}  {c.get('kind', '?'):<7}  {c.get('rule')}  "
-                     f"{one_line(str(c.get('message', '')))}")
+        if c.get("kind") == "fired":
+            said = c.get("first_message") or c.get("message", "")
+            lines.append(f"  {clock(c.get('at'))}  fired    {c.get('rule')}  {one_line(text({**c, 'message': said}))}")
+        else:
+            lines.append(f"  {clock(c.get('at'))}  ended    {c.get('rule')}  {one_line(text(c))}")
+            lines.append(f"            {one_line(str(c.get('reason') or 'its condition ended'))}; it fired at "
+                         f"{clock(c.get('fired_at'))}{_lasted(c, c.get('ended_at') or c.get('at'))}{_range(c)}")
     return lines
 
 
@@ -54,7 +78,7 @@ class AlertsScreen(Screen):
 
     def lines(self) -> list[str]:
         alerts = self.app.alerts
-        return alert_lines(alerts.active(), alerts.history())
+        return alert_lines(alerts.active(), alerts.history(), alerts.text)
 
     def sync(self) -> None:
         if not self.is_mounted:

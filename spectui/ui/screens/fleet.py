@@ -1,5 +1,6 @@
 """The fleet overview (``H``, and the first screen with several hosts): one row a host, live for every host,
-with its state, GPUs, the server it serves, accept length, per-stream and aggregate tok/s, and what is wrong;
+with its state, GPUs, the server it serves, accept length, per-stream and aggregate tok/s, its alerts firing
+now (``!`` lists them, each naming its host) and what is wrong;
 enter opens the highlighted host's dashboard (:mod:`spectui.ui.fleet`)."""
 
 from __future__ import annotations
@@ -14,7 +15,7 @@ from spectui.ui.widgets.base import LinePanel
 from spectui.ui.widgets.footer import KeyFooter
 
 STATE_MARK = {"connected": "●", "connecting": "◌", "reconnecting": "◌", "down": "✗"}
-COLUMNS = ("host", "GPUs", "util", "memory", "server", "accept", "per stream", "aggregate", "health")
+COLUMNS = ("host", "GPUs", "util", "memory", "server", "accept", "per stream", "aggregate", "alerts", "health")
 
 
 def _num(value: float | None, fmt: str) -> str:
@@ -27,7 +28,8 @@ def cells(r: FleetRow) -> list[str]:
     return [f"{STATE_MARK.get(r.state, '?')} {r.number} {r.host}", r.gpus or "–", _num(r.util_pct, ".0f") + (
         "%" if r.util_pct is not None else ""), mem, server, _num(r.accept_length, ".2f"),
         _num(r.per_stream, ".1f") + (" tok/s" if r.per_stream is not None else ""),
-        _num(r.aggregate, ".1f") + (" tok/s" if r.aggregate is not None else ""), r.health]
+        _num(r.aggregate, ".1f") + (" tok/s" if r.aggregate is not None else ""),
+        f"⚠ {r.alerts}" if r.alerts else "–", r.health]
 
 
 class FleetTable(LinePanel):
@@ -55,6 +57,8 @@ class FleetTable(LinePanel):
                     style = st.ok if text == "ok" else st.warn
                 elif j == 0:
                     style = {"connected": st.ok, "down": st.bad}.get(r.state, st.warn)
+                elif j == len(row) - 2 and r.alerts:
+                    style = st.warn
                 else:
                     style = st.text
                 line.add(("  " if j else "") + (text if j == len(row) - 1 else text.ljust(widths[j])), style)
