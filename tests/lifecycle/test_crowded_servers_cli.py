@@ -4,6 +4,7 @@ say only what concerns the server they act on."""
 
 from __future__ import annotations
 
+import fcntl
 import json
 import time
 
@@ -67,3 +68,21 @@ def test_servers_start_progress_names_only_the_server_it_starts(profiles_dir, st
     progress = [line for line in err.splitlines() if line.startswith("[")]
     assert progress and all("] alpha:" in line for line in progress), err
     assert stop_code == 0
+
+
+def test_servers_list_answers_while_another_console_holds_the_records(profiles_dir, state_dir, capsys):
+    """A stop elsewhere holds the records' lock while it waits for GPU memory (up to a minute): a new
+    console's listing does not wait for it, and shows the servers as recorded."""
+    write_profile(profiles_dir, "alpha")
+    demo = ["--demo", "--state-dir", str(state_dir)]
+    code, _, err = run(capsys, "servers", "start", "alpha", *demo)
+    assert code == 0, err
+    try:
+        with open(state_dir / "servers" / ".lock", "a") as held:
+            fcntl.flock(held.fileno(), fcntl.LOCK_EX)  # as another agent's stop does
+            code, out, err = run(capsys, "servers", "list", *demo, "--json")
+        assert code == 0, err
+        assert {s["name"]: s for s in json.loads(out)["servers"]}["alpha"]["state"] == "ready"
+    finally:
+        code, _, err = run(capsys, "servers", "stop", "alpha", *demo)
+    assert code == 0, err

@@ -148,15 +148,17 @@ class ServerManager(object):
             return "the record of %s could not be saved in %s (%s); free space there" % (
                 record["name"], self.store.dir, exc.strerror or exc)
 
-    def adopt(self):
+    def adopt(self, wait=True):
         """Find recorded servers; re-adopt the live ones, settle the ones that ended unwatched, and prune
-        the records of servers long ended."""
-        with self.store.lock():
-            records = self.store.read_all()
-            for r in records:
-                self._adopt_one(r, emit=self._adopted)
-            self.store.prune(records, lambda r: server_group(r)[0] == OURS)
-            self._adopted = True
+        the records of servers long ended. Without ``wait`` nothing is done while a start or stop holds the
+        records (the monitor adopts them later). The monitor runs from then on."""
+        with (self.store.lock() if wait else self.store.attempt()) as held:
+            if held:
+                records = self.store.read_all()
+                for r in records:
+                    self._adopt_one(r, emit=self._adopted)
+                self.store.prune(records, lambda r: server_group(r)[0] == OURS)
+                self._adopted = True
         self._ensure_monitor()
 
     def _adopt_one(self, r, emit):
@@ -329,19 +331,21 @@ class ServerManager(object):
         """Every server, as last known, at once: the records, this agent's watches and the external servers
         its monitor found. Nothing here waits on a server; ``stale`` says, per entry, why its state may be out
         of date (its last health check got no answer, or the first one has not answered yet). The first
-        listing of an agent reads the records and looks for external servers first, and gives the health
-        checks that begin then :data:`FIRST_LOOK_S` to answer."""
+        listing of an agent reads the records and looks for external servers first (unless a start or stop
+        holds the records), and gives the health checks that begin then :data:`FIRST_LOOK_S` to answer."""
+        # never waits for a start or stop (of another console, too) that holds the records: their records
+        # are read as they are, and the monitor watches them and looks for external servers soon after
         first = not self._adopted
         if first:
-            self.adopt()
-        else:  # servers another agent started since: watched now, unless a start or stop holds the records
+            self.adopt(wait=False)
+        else:  # servers another agent started since: watched now
             with self.store.attempt() as held:
                 if held:
                     for r in self.store.read_all():
                         self._adopt_one(r, emit=True)
         if self.external.discovered_at is None:
             first = True
-            self.discover(wait=True)
+            self.discover()
         if first:
             self._first_answers(FIRST_LOOK_S)
         records = self.store.read_all()
