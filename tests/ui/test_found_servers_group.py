@@ -10,6 +10,7 @@ import getpass
 import pytest
 
 from spectui.ui import keys
+from spectui.ui.widgets.profiles import GROUP
 from tests.ui.support import panel_text, wait_for
 from tests.ui.test_selection_by_name import SIZE, console_maker, found, ready, send_server
 
@@ -107,3 +108,21 @@ async def test_a_found_server_that_stopped_is_forgotten_after_the_grace_period_b
         await wait_for(pilot, lambda: "ext-43100" not in app.link.servers, 15, "the link to forget it")
         await wait_for(pilot, lambda: "ext-43100" not in app.logs.buffers, 15, "the console to forget it")
         assert "ext-43100" not in app.link.series and "ext-43100" not in app.row_names()
+
+
+async def test_a_click_on_the_group_s_heading_folds_and_unfolds_it(fixed_console):
+    app, (host,) = fixed_console()
+    async with app.run_test(size=SIZE) as pilot:
+        await crowded(pilot, app, host)
+        panel = app.dashboard.query_one("#profiles")
+
+        async def click_heading():
+            y = panel.origins.index(panel.row_of.index(GROUP))
+            region, content = panel.region, panel.scrollable_content_region
+            await pilot.click("#profiles", offset=(content.x - region.x + 2, content.y - region.y + y))
+            await pilot.pause(0.2)
+
+        await click_heading()
+        assert app.row_names() == STORY
+        await click_heading()
+        assert found_rows(app) == ["ext-30000", "ext-43100"]
