@@ -52,7 +52,7 @@ class FakeAgent(object):
 
     def __init__(self, port):
         server = {"name": "story", "state": "ready", "host": "127.0.0.1", "port": port, "ready_at": 1.0}
-        self.servers = type("Servers", (), {"list": lambda self, p: {"servers": [server]}})()
+        self.servers = type("Servers", (), {"serving": lambda self: {"story": dict(server)}})()
 
 
 def in_flight(sp):
