@@ -241,9 +241,10 @@ def test_demo_tells_the_story_live_on_screen(tmp_path, crowded_host):
                 if "● ready" in row(screen, name) or "◐" in row(screen, name):
                     break
                 time.sleep(0.3)
-            screen = tmux.wait(lambda t, n=name: "● ready" in row(t, n) and PER_STREAM.search(t), 120,
-                               f"{name} ready with a per-stream speed")
-            assert "traffic on ×1" in screen
+            # the header turns to "traffic on ×1" once the demo traffic follows the new server (while the one
+            # it sent to stops, it says "traffic paused: NAME stopped")
+            tmux.wait(lambda t, n=name: "● ready" in row(t, n) and PER_STREAM.search(t) and "traffic on ×1" in t,
+                      120, f"{name} ready with a per-stream speed and the demo traffic on it")
             time.sleep(story["warm"])  # let the windows fill with this server's traffic only
             speeds, accepts = readings(tmux, 25)
             assert len(speeds) >= 20, f"{name}: per-stream speed shown on {len(speeds)} readings"
