@@ -118,3 +118,13 @@ async def test_a_server_started_later_by_someone_else_gets_no_demo_traffic(ui_en
             status = await app.link.session.client.call("traffic.status")
             assert status["server"] == "beta" and status["sending"], status
             assert "traffic on ×1" in panel_text(app, "header")
+
+            # the operator selects that server and presses t: chosen, it gets the traffic
+            name = next(n for n, s in app.link.servers.items() if s.get("port") == port)
+            app.highlight_row(name)
+            await wait_for(pilot, lambda: app.focus() == name, 10, "the dashboard to watch it")
+            await wait_for(pilot, lambda: "traffic not sending" in panel_text(app, "header"), 15, "why not")
+            await pilot.press("t")
+            await wait_for(pilot, lambda: requests_at(log, "POST", "/generate") >= 1, 15, "a request at the stub")
+            status = await app.link.session.client.call("traffic.status")
+            assert status["target"] == name and status["explicit"] and status["sending"], status

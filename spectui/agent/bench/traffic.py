@@ -404,8 +404,7 @@ class Traffic(object):
         want.seen = True
         if not _own(r):
             if not want.explicit:
-                return None, ("not sending: %s was not started by spectui (select it and press t to send "
-                              "the demo traffic to it)" % name)
+                return None, "not sending: %s was not started by spectui" % name
             if want.pid is None:
                 want.pid = r.get("pid")
             elif r.get("pid") != want.pid:

@@ -6,7 +6,7 @@ benchmark pauses the traffic while it measures (the bench API does, on the host)
 The traffic goes to the server the dashboard watches and follows it (a switch, another row): the console names
 it in ``traffic.start``, and names it again when the watched server changes. The host sends only to a server
 spectui started, or to a server found running that the operator chose: its row selected when ``t`` turned the
-traffic on. The header says what the host reports: ``traffic on ×N`` while requests go out, else why none do
+traffic on (t on that row while the traffic is on chooses it too). The header says what the host reports: ``traffic on ×N`` while requests go out, else why none do
 (``traffic paused: kimi-eagle3 stopped``).
 """
 
@@ -94,11 +94,13 @@ class TrafficController(Controller):
             self.notify("The demo traffic stays paused while the benchmark measures; it comes back when it ends.",
                         severity="warning")
             return
-        self.wanted = not self.wanted
         name = self.app.focus()
-        # t on a found server's row: the operator chose it for the traffic; off forgets the choice
-        self.chosen = name if self.wanted and self._found(name) and name == self.app.highlighted_name() else None
-        if self.chosen:
+        # t on a found server's row: the operator chooses it for the traffic (while it is on already, t on such
+        # a row chooses it rather than turning the traffic off); off forgets the choice
+        choosing = self._found(name) and name == self.app.highlighted_name() and name != self.chosen
+        self.wanted = True if (choosing and self.wanted) else not self.wanted
+        self.chosen = name if self.wanted and choosing else (self.chosen if self.wanted else None)
+        if self.wanted and choosing:
             self.notify(f"Demo traffic goes to {name}, a server spectui did not start, as you chose it.")
         self._set(self.wanted)
 
