@@ -6,8 +6,17 @@ from .source.locate import sglang_info
 
 import os
 import platform
+import pwd
 import socket
 import sys
+
+
+def _user():
+    """The name of the user the agent runs as (its uid when the name is unknown)."""
+    try:
+        return pwd.getpwuid(os.geteuid()).pw_name
+    except KeyError:
+        return str(os.geteuid())
 
 
 def _os_name():
@@ -26,6 +35,7 @@ def host_facts(gpu_source):
     inventory = gpu_source.inventory() if gpu_source is not None else {"driver_version": None, "gpus": []}
     return {
         "hostname": socket.gethostname(),
+        "user": _user(),
         "os": _os_name(),
         "kernel": platform.release(),
         "arch": platform.machine(),

@@ -287,26 +287,6 @@ def gpu_view_nodes(nodes: list[tuple[str, HostLink | None]]) -> GpuView:
 
 
 # --- server --------------------------------------------------------------------------------------------------------
-def focus_name(link: HostLink | None, highlighted: str | None, refused: dict | None = None) -> str | None:
-    """Which server the server, speculative, throughput and log panels follow."""
-    if link is None:
-        return highlighted
-    sw = link.switch
-    if sw is not None and sw.stage not in derive.FINAL and sw.target not in (refused or {}):
-        return sw.target
-    servers = link.servers
-    rec = servers.get(highlighted) if highlighted else None
-    if rec is not None and rec.get("state") != ServerState.STOPPED:
-        return highlighted
-    live = [s for s in servers.values() if s.get("state") in LIVE]
-    if live:
-        live.sort(key=lambda s: (s.get("state") == ServerState.READY, s.get("started_at") or 0), reverse=True)
-        return live[0]["name"]
-    if sw is not None and (sw.target == highlighted or sw.target in servers):
-        return sw.target
-    return highlighted if rec is not None else None
-
-
 def server_view(link: HostLink, name: str | None, profile: Profile | None, *, switch_result: dict | None,
                 switch_started: float | None, stopped_name: str | None, switch_error: str | None = None,
                 tail_lines: int = 12) -> ServerView:

@@ -140,7 +140,7 @@ async def test_a_hand_started_server_is_an_external_row_with_live_panels_and_x_s
         async with app.run_test(size=SIZE) as pilot:
             await connected(pilot, app)
             await highlight(pilot, app, srv.name)
-            assert app.row_names() == ["alpha", "beta", "broken", srv.name]
+            assert app.row_names()[:3] == ["alpha", "beta", "broken"] and srv.name in app.row_names()  # and any others the machine runs
             row = [line for line in panel_text(app, "profiles").splitlines() if srv.name in line][0]
             assert "external" in row and "EAGLE3" in row and "● ready" in row, row
             await wait_for(pilot, lambda: ACCEPT_LENGTH in panel_text(app, "spec")
