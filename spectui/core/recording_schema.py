@@ -77,6 +77,14 @@ def number(lo: float | None = None, hi: float | None = None, *, finite: bool = F
     return check
 
 
+def present(check: Check) -> Check:
+    """``check``, and never null: a field the console reads with a default for when it is absent, not for null."""
+    def not_null(value: Any, where: str) -> None:
+        check(value, where)
+    not_null.nullable = False  # type: ignore[attr-defined]
+    return not_null
+
+
 def one_of(*checks: Check, what: str) -> Check:
     def check(value: Any, where: str) -> None:
         for c in checks:
@@ -109,8 +117,8 @@ def values_of(item: Check) -> Check:
 
 
 def obj(fields: dict[str, Check] | None = None, *, required: tuple[str, ...] = ()) -> Check:
-    """An object; each named field, when present and not null, passes its check; ``required`` ones must be there
-    (and not null)."""
+    """An object; each named field, when present and not null, passes its check (a :func:`present` one may not be
+    null); ``required`` ones must be there (and not null)."""
     fields = fields or {}
 
     def check(value: Any, where: str) -> None:
@@ -120,9 +128,13 @@ def obj(fields: dict[str, Check] | None = None, *, required: tuple[str, ...] = (
             if value.get(name) is None:
                 raise Invalid(f"{where + '.' if where else ''}{name} is missing")
         for name, c in fields.items():
-            v = value.get(name)
+            if name not in value:
+                continue
+            v, at = value[name], f"{where}.{name}" if where else name
             if v is not None:
-                c(v, f"{where}.{name}" if where else name)
+                c(v, at)
+            elif not getattr(c, "nullable", True):
+                raise Invalid(f"{at} must not be null")
     return check
 
 
@@ -173,11 +185,11 @@ STEP = obj({"state": text, "detail": text, "runs_done": COUNT, "runs_total": COU
 EVENTS: dict[str, Check] = {
     "session": obj({"facts": FACTS, "servers": list_of(SERVER)}, required=("facts",)),
     "session_lost": obj({"reason": text}),
-    "gpu": obj({"seq": whole(), "t": NUM, "source": text, "gpus": list_of(GPU), "missing": list_of(text),
-                "message": text, "error": text}),
+    "gpu": obj({"seq": present(whole()), "t": present(NUM), "source": text, "gpus": present(list_of(GPU)),
+                "missing": present(list_of(text)), "message": text, "error": text}),
     "server": obj({"name": text, "state": text}),
     "server_frame": obj({
-        "name": text, "seq": whole(), "t": NUM, "state": text, "accept_length": MEASURED,
+        "name": text, "seq": present(whole()), "t": present(NUM), "state": text, "accept_length": MEASURED,
         "cumulative_accept_length": MEASURED, "gen_throughput": MEASURED, "per_stream": MEASURED,
         "accept_rate": list_of(MEASURED), "running_req": NUM, "queue_req": NUM, "token_usage": NUM,
         "ttft_ms": LATENCY, "itl_ms": LATENCY, "speculative": obj(), "version": text, "sources": obj(),

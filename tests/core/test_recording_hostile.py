@@ -89,6 +89,8 @@ BAD_EVENTS = [
      "accept_length.value must be a number"),
     ({"t": 1.0, "ev": "switch", "d": {"target": "s"}}, "stage"),
     ({"t": 1.0, "ev": "gpu", "d": "hot"}, "must be an object, not a string"),
+    ({"t": 1.0, "ev": "gpu", "d": {"t": None, "gpus": []}}, "t must not be null"),
+    ({"t": 1.0, "ev": "gpu", "d": {"missing": None}}, "missing must not be null"),
     ('{"t": 1.0, "ev": "note", "d": {}', "not a JSON object"),
     ("[" * 5000 + "]" * 5000, "line 3"),
 ]
