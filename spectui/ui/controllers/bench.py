@@ -38,7 +38,7 @@ from spectui.core.errors import AgentCallError, Disconnected, SpectuiError
 from spectui.core.history import HistoryError, HistoryStore
 from spectui.core.paths import user_data_dir
 from spectui.core.profiles import Profile
-from spectui.core.servers import SERVER_BENCHMARKED
+from spectui.core.servers import SERVER_BENCHMARKED, is_external
 from spectui.ui.benchjob import BenchJob
 from spectui.ui.controllers.base import Controller, worker
 from spectui.ui.screens.bench import BenchScreen
@@ -311,8 +311,11 @@ class BenchController(Controller):
         def picked(preset: Preset | None) -> None:
             if preset is None:
                 return
-            live = [f"{s['name']} ({s['state']})" for s in self.link.servers.values()
-                    if s.get("state") in (ServerState.STARTING, ServerState.LOADING, ServerState.READY, ServerState.UNRESPONSIVE)]
+            running = [s for s in self.link.servers.values()
+                       if s.get("state") in (ServerState.STARTING, ServerState.LOADING, ServerState.READY,
+                                             ServerState.UNRESPONSIVE)]
+            live = [f"{s['name']} ({s['state']})" for s in running if not is_external(s)]
+            found = sum(1 for s in running if is_external(s))
             lines = [f"Profiles, in this order: {', '.join(names)}; the baseline is {baseline}.",
                      f"For each: its server is started (whatever holds its GPUs or port is stopped first), warmed "
                      f"up, then measured {preset.repeats} time{'s' if preset.repeats != 1 else ''} with "
@@ -320,6 +323,10 @@ class BenchController(Controller):
                      "Every run is saved to the history as it ends; c on the benchmark screen stops it."]
             if live:
                 lines.append(f"Running now: {', '.join(live)}.")
+            if found:
+                lines.append(f"{found} server{'s' if found != 1 else ''} found on the host that spectui did not start "
+                             f"{'are' if found != 1 else 'is'} left alone; a switch onto GPUs or a port one holds "
+                             f"asks first.")
             if self.app.traffic.available:
                 lines.append("The demo traffic pauses while it measures.")
 
