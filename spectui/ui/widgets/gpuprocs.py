@@ -36,7 +36,7 @@ class GpuProcsPanel(LinePanel, can_focus=True):  # focused: the arrows and page 
             return [Row("waiting for GPU telemetry…", st.dim)]
         if view.message:
             return [Row(view.message, st.dim)]
-        server_w = min(SERVER_W, max(len("SERVER"), *(len(r.server) for g in view.gpus for r in g.rows or ())))
+        server_w = min(SERVER_W, max([len("SERVER"), *(len(r.server) for g in view.gpus for r in g.rows or ())]))
         head = (f"  {'PID':>{PID_W}}  {'USER':<{USER_W}}  {'GPU MEM':>{MEM_W}}  {'SERVER':<{server_w}}  COMMAND")
         out = []
         if view.stale:
