@@ -20,7 +20,8 @@ running here), where a simulated server started by hand serves a foreign streami
 spectui's traffic) and, every ``--churn-every`` seconds, another process that looks like an SGLang
 server appears (in turn one that never answers, one that answers a byte a second, one that answers
 at once; tests/support/crowded.py) and the oldest of them vanishes once more than ``--churn-keep``
-run. Found servers come and go through the whole measured window.
+run. Found servers come and go through the whole measured window. The warm-up lasts at least as long
+as the console's link keeps a vanished found server (five minutes), since those are kept by design.
 """
 
 from __future__ import annotations
@@ -42,7 +43,7 @@ sys.path.insert(0, str(ROOT))
 
 from spectui.agent.protocol import Method  # noqa: E402
 from spectui.agent.servers.figures import HISTORY_S as AGENT_WINDOW_S  # noqa: E402
-from spectui.core.live import HostLink  # noqa: E402
+from spectui.core.live import FOUND_GRACE_S, HostLink  # noqa: E402
 from spectui.core.profiles import load_profiles  # noqa: E402
 from spectui.core.servers import ServerControl  # noqa: E402
 from spectui.core.session import HostTarget  # noqa: E402
@@ -56,11 +57,12 @@ HZ = 10.0
 RSS_FLOOR_KB = 2048
 PROFILE = "kimi-eagle3"
 CHURN_KINDS = ("silent", "trickling", "answering")
-# the server found running in --churn: kimi-eagle3's launch, by hand (spectui did not start it)
-STEADY_ARGS = ["--model-path", "moonshotai/Kimi-K2.5", "--tp-size", "8", "--enable-metrics", "--sim-hardware",
-               "pcie-8gpu", "--sim-load-time", "1", "--speculative-algorithm", "EAGLE3",
-               "--speculative-draft-model-path", "lightseekorg/kimi-k2.5-eagle3", "--speculative-num-steps", "3",
-               "--speculative-eagle-topk", "1", "--speculative-num-draft-tokens", "4"]
+# the server found running in --churn: llama3-8b-eagle3's launch (one GPU), by hand (spectui did not start it)
+STEADY_ARGS = ["--model-path", "meta-llama/Llama-3.1-8B-Instruct", "--tp-size", "1", "--enable-metrics",
+               "--sim-hardware", "pcie-8gpu", "--sim-load-time", "1", "--sim-draft-agreement", "0.6",
+               "--speculative-algorithm", "EAGLE3", "--speculative-draft-model-path",
+               "jamesliu1/sglang-EAGLE3-Llama-3.1-Instruct-8B", "--speculative-num-steps", "5",
+               "--speculative-eagle-topk", "8", "--speculative-num-draft-tokens", "32", "--mem-fraction-static", "0.6"]
 
 
 
@@ -95,13 +97,14 @@ def line(label: str, u: dict) -> str:
 
 
 
-async def measure(args, link: HostLink, serving: str, what: str, samples: int = 10) -> int:
-    """Warm up, then read both processes' usage at the start and the end of ``--seconds`` (each the least
-    of ``samples`` readings 0.2 s apart); print and judge."""
+async def measure(args, link: HostLink, serving: str, what: str, samples: int = 10, fills_s: float = 0.0) -> int:
+    """Warm up (at least ``fills_s``, besides the history and the agent's window), then read both processes'
+    usage at the start and the end of ``--seconds`` (each the least of ``samples`` readings 0.2 s apart);
+    print and judge."""
     await wait_for(lambda: serving in link.series, 60, "the first server frame", SCRIPT)
     agent_pid = int(link.session.hello["pid"])
     me = os.getpid()
-    warmup = max(args.warmup, args.history / HZ, AGENT_WINDOW_S) + 5
+    warmup = max(args.warmup, args.history / HZ, AGENT_WINDOW_S, fills_s) + 5
     await asyncio.sleep(warmup)
     version0 = link.version
     start = {"agent": await settled_usage(agent_pid, samples), "console": await settled_usage(me, samples)}
@@ -233,7 +236,9 @@ async def churn_soak(args) -> int:
                                  f"{args.churn_keep} at once)",
                                  # readings over two churn periods: a probe of a server that never answers
                                  # holds its connection for its timeout, a leaked one for good
-                                 samples=max(10, int(2 * args.churn_every / 0.2)))
+                                 samples=max(10, int(2 * args.churn_every / 0.2)),
+                                 # the link keeps a vanished found server this long: its memory fills by then
+                                 fills_s=FOUND_GRACE_S + args.churn_every)
             print(f"churn: {len(churn.started)} found servers appeared, {churn.ended} vanished; the foreign load "
                   f"got {crowd.foreign_stats()['tokens']} tokens")
         finally:

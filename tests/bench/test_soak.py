@@ -14,10 +14,10 @@ import pytest
 from tests.sim.simproc import ROOT
 
 
-def half_minute_soak(*extra: str) -> str:
+def half_minute_soak(*extra: str, timeout: float = 380) -> str:
     """Output of a soak of half a minute (``extra``: more options) that held the floor."""
     r = subprocess.run([sys.executable, str(ROOT / "bench" / "soak.py"), "--seconds", "30", "--history", "100",
-                        *extra], capture_output=True, text=True, timeout=380, cwd=str(ROOT),
+                        *extra], capture_output=True, text=True, timeout=timeout, cwd=str(ROOT),
                        env=dict(os.environ, SPECTUI_SIM_TIME_SCALE="0.25"))  # kimi-eagle3 loads in 0.75 s
     out = r.stdout + r.stderr
     assert r.returncode == 0 and out.rstrip().endswith("PASS"), out
@@ -45,13 +45,14 @@ def test_a_half_minute_soak_holds_the_floor_and_leaves_nothing_running():
     nothing_left_running(half_minute_soak())
 
 
-@pytest.mark.timeout(400)
+@pytest.mark.timeout(620)
 def test_a_half_minute_soak_with_found_servers_coming_and_going_holds_the_floor():
     """On this machine as a real host: found servers that never answer, trickle or answer appear every
-    3 s and vanish, beside a hand-started server under a foreign load; the agent grows no more than the floor."""
-    out = half_minute_soak("--churn")
+    3 s and vanish, beside a hand-started server under a foreign load; the agent grows no more than the floor
+    (after a warm-up as long as the link keeps a vanished found server: five minutes)."""
+    out = half_minute_soak("--churn", timeout=600)
     appeared, vanished = map(int, re.search(r"churn: (\d+) found servers appeared, (\d+) vanished", out).groups())
-    assert appeared >= 20 and vanished >= appeared - 3, out  # they came and went through warm-up and window
+    assert appeared >= 60 and vanished >= appeared - 3, out  # they came and went through warm-up and window
     tokens = int(re.search(r"the foreign load got (\d+) tokens", out).group(1))
     assert tokens > 0, out
     ended = re.search(r"churn: (\d+) of the (\d+) stand-ins it started have ended", out)
