@@ -19,7 +19,7 @@ from typing import Any, Awaitable, Callable
 from spectui.cli.hostopts import host_option_words, host_settings, ssh_options, trust_hint
 from spectui.core.errors import HostKeyChanged, HostKeyError, HostUnreachable, KeyPassphraseNeeded, SpectuiError
 from spectui.core.session import HostTarget
-from spectui.core.textsafe import for_stream
+from spectui.core.textsafe import visible
 
 #: each host's whole question (connect, agent, answers) may take this many times the connect timeout
 HOST_LIMIT_FACTOR = 2.0
@@ -101,7 +101,7 @@ def print_answers(args: argparse.Namespace, answers: list[HostAnswer], *, schema
         hosts = [{"dest": a.dest, **(a.result if a.error is None else error_json(a.error, schema))} for a in answers]
         print(json.dumps({"schema": hosts_schema, "hosts": hosts}, indent=2))
     else:
-        print(for_stream(render(answers), sys.stdout))
+        print(render(answers))
     sys.stdout.flush()
     report_errors(answers, args, command, sentences=args.json)
     return 1 if any(a.error is not None for a in answers) else 0
@@ -109,7 +109,9 @@ def print_answers(args: argparse.Namespace, answers: list[HostAnswer], *, schema
 
 def table(header: list[str], rows: list[list[str]], *, right: tuple[int, ...] = ()) -> str:
     """Columns aligned to their widest cell (those in ``right`` to the right); a row shorter than the header
-    ends in a cell that runs on past the remaining columns (an error's sentence)."""
+    ends in a cell that runs on past the remaining columns (an error's sentence). A cell's control characters
+    are shown (:func:`~spectui.core.textsafe.visible`) before it is measured."""
+    rows = [[visible(c) for c in r] for r in rows]
     widths = [len(h) for h in header]
     for r in rows:
         for i, c in enumerate(r if len(r) == len(header) else r[:-1]):

@@ -8,7 +8,7 @@ import logging
 import sys
 
 from spectui import __version__
-from spectui.cli.output import closed_stdout_status
+from spectui.cli.output import closed_stdout_status, guarded_output
 from spectui.core import logsetup
 from spectui.core.logsetup import LogSettingError
 from spectui.core.paths import log_file
@@ -68,7 +68,8 @@ def main(argv: list[str] | None = None) -> int:
     ends the command quietly with 141, as SIGPIPE ends shell tools."""
     try:
         try:
-            return _run(argv)
+            with guarded_output():  # host text on a terminal: shown, never obeyed
+                return _run(argv)
         finally:  # --help and --version end in SystemExit: they are flushed here too
             sys.stdout.flush()  # a pipe's buffered output fails here, not at the interpreter's exit
     except BrokenPipeError as exc:

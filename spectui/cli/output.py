@@ -1,5 +1,12 @@
 """How commands write to a terminal, a file or a pipe.
 
+- :func:`guarded_output`: while a command runs, its stdout and stderr, when they are a terminal,
+  show every control character the command writes and obey none
+  (:func:`spectui.core.textsafe.for_terminal`): a host's GPU name, a file's name or contents, a
+  profile's key, a server's log, the stderr an error quotes cannot set the window title, clear the
+  screen or write the clipboard. A pipe or a file gets the text as it was (``grep``, ``less -R``, a
+  saved log), and ``--json`` is exact either way (JSON escapes control characters). A line on
+  stderr longer than a screenful is cut to its start and end, with a note of what was cut.
 - :class:`ProgressLine`: progress of a long wait. On a terminal one line rewritten in place
   (``\\r``); in a file or a pipe one line per state change, so a log of a run stays a few lines long
   however long the run takes.
@@ -15,10 +22,58 @@ import select
 import signal
 import sys
 import time
-from typing import Callable, Hashable, TextIO
+from contextlib import contextmanager
+from typing import Callable, Hashable, Iterator, TextIO
+
+from spectui.core.textsafe import for_terminal, shortened_lines
 
 # 141 on Linux and macOS: what a shell reports for a tool killed by SIGPIPE.
 SIGPIPE_EXIT_STATUS = 128 + int(getattr(signal, "SIGPIPE", 13))
+#: carriage return, then erase the line: a progress line rewritten in place. The one control sequence a
+#: command's own writes may start with on a terminal; what follows it is shown like any other text.
+LINE_REWRITE = "\r\033[K"
+
+
+class TerminalStream:
+    """A command's stdout or stderr (``stream``): on a ``terminal`` every control character written is
+    shown, not obeyed; with ``cut``, each line over a screenful is cut to its start and end. Everything
+    else (``flush``, ``fileno``, ``isatty``) is the stream's own."""
+
+    def __init__(self, stream: TextIO, *, terminal: bool, cut: bool = False):
+        self.stream = stream
+        self.terminal = terminal
+        self.cut = cut
+
+    def write(self, text: str) -> int:
+        n = len(text)
+        if self.cut:
+            text = shortened_lines(text)
+        if self.terminal:
+            lead = LINE_REWRITE if text.startswith(LINE_REWRITE) else ""
+            text = lead + for_terminal(text[len(lead):])
+        self.stream.write(text)
+        return n
+
+    def writelines(self, lines) -> None:
+        for line in lines:
+            self.write(line)
+
+    def __getattr__(self, name: str):
+        return getattr(self.stream, name)
+
+
+@contextmanager
+def guarded_output() -> Iterator[None]:
+    """``sys.stdout`` and ``sys.stderr`` as :class:`TerminalStream` while the block runs: shown, not
+    obeyed, where they are a terminal; stderr's lines cut to a readable length everywhere."""
+    saved = sys.stdout, sys.stderr
+    if _isatty(sys.stdout):
+        sys.stdout = TerminalStream(sys.stdout, terminal=True)
+    sys.stderr = TerminalStream(sys.stderr, terminal=_isatty(sys.stderr), cut=True)
+    try:
+        yield
+    finally:
+        sys.stdout, sys.stderr = saved
 
 
 class ProgressLine:
@@ -54,7 +109,7 @@ class ProgressLine:
         self.last_text, self.last_stage = text, key
         stamp = f"[{self.clock() - self.t0:6.1f}s] "
         if self.tty:
-            self._write("\r\033[K" + stamp + text)
+            self._write(LINE_REWRITE + stamp + text)
             self.open_line = True
         else:
             self._write(stamp + text + "\n")

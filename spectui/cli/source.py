@@ -20,7 +20,6 @@ from spectui.cli.hostopts import add_host_options, explain_connect_error, run_wi
 from spectui.core.errors import SpectuiError
 from spectui.core.profiles import ProfileError
 from spectui.core.session import HostTarget, open_session
-from spectui.core.textsafe import for_stream
 from spectui.core.source import (
     DEMO_VERSION,
     AlgorithmsView,
@@ -146,7 +145,7 @@ def _emit(args, data: dict, render) -> None:
     if args.json:
         print(json.dumps({"schema": SCHEMA.format(args.action), **data}, indent=2))
     else:
-        print(for_stream(render(data), sys.stdout))  # host text: control characters shown on a terminal
+        print(render(data))  # host text: shown, not obeyed, on a terminal (spectui.cli.output)
 
 
 def _source_json(browser: SourceBrowser) -> dict:
@@ -223,7 +222,7 @@ async def _grep(args, browser: SourceBrowser, _profile) -> int:
         if args.json:
             return
         for h in hits:
-            print(for_stream(f"{h.path}:{h.line}:{h.text}", sys.stdout))
+            print(f"{h.path}:{h.line}:{h.text}")
         printed[0] += len(hits)
         sys.stdout.flush()
 
@@ -288,7 +287,7 @@ async def _algorithms(args, browser: SourceBrowser, _profile) -> int:
         print(json.dumps({"schema": SCHEMA.format("algorithms"), "source": _source_json(browser),
                           **algorithms_json(view)}, indent=2))
     else:
-        print(for_stream(render_algorithms(view), sys.stdout))
+        print(render_algorithms(view))
     return 0
 
 

@@ -14,7 +14,6 @@ from spectui.cli.hostopts import (add_host_options, destinations_of, explain_con
                                   target_from_args, targets_from_args)
 from spectui.core.errors import SpectuiError
 from spectui.core.session import HostTarget, open_session
-from spectui.core.textsafe import visible
 
 SCHEMA = "spectui.status/1"
 HOSTS_SCHEMA = "spectui.status.hosts/1"
@@ -94,9 +93,9 @@ def render_hosts(answers: list[HostAnswer]) -> str:
             continue
         r = a.result
         gt, sg = r["gpu_telemetry"], r["host"]["sglang"]
-        names = Counter(visible(str(g.get("name") or "?")) for g in (gt["gpus"] or r["host"].get("gpus") or []))
+        names = Counter(str(g.get("name") or "?") for g in (gt["gpus"] or r["host"].get("gpus") or []))
         gpus = ", ".join(f"{n}x {name}" for name, n in names.items()) or "-"
-        version = visible(str(sg["version"] or "unknown")) if sg["installed"] else "-"
+        version = str(sg["version"] or "unknown") if sg["installed"] else "-"
         rows.append([a.dest, "ok", gpus, version, f"{r['rtt_ms']:.1f}", str(gt["source"])])
     return table(["HOST", "STATE", "GPUS", "SGLANG", "RTT MS", "TELEMETRY"], rows, right=(4,))
 

@@ -13,7 +13,10 @@ they are, they drive the operator's terminal. These functions turn them into vis
   U+2028/U+2029) are written as ``\\x9b``, ``\\udcff``, ``\\u202e``;
 - a tab becomes spaces up to the next multiple of ``tabsize`` columns;
 - a newline is kept only where the caller asks for lines (:func:`visible_lines`,
-  :func:`visible_text`); in one line (:func:`visible`) it is shown as ``␤``.
+  :func:`visible_text`, :func:`for_terminal`); in one line (:func:`visible`) it is shown as ``␤``.
+
+What a command writes to a terminal goes through :func:`for_terminal` (``spectui.cli.output``),
+and a message longer than a screenful is :func:`shortened` to its start and its end.
 
 Only whole characters are replaced: the rest of the text is kept as it is, so a search for
 ``[2J`` still finds the line. Markup is not this module's business: a widget that shows host
@@ -42,7 +45,14 @@ def _escaped(code: int) -> str:
 _TABLE = dict(_PICTURES)
 _TABLE.update({c: _escaped(c) for c in range(0x80, 0xA0)})
 _TABLE.update({c: _escaped(c) for c in _HIDING})
-_UNSAFE = re.compile("[\x00-\x08\x0a-\x1f\x7f-\x9f\u200e\u200f\u2028\u2029\u202a-\u202e\u2066-\u2069\ud800-\udfff]")
+#: C1 controls, the characters that hide or reorder text, lone surrogates
+_NOT_C0 = "\x7f-\x9f\u200e\u200f\u2028\u2029\u202a-\u202e\u2066-\u2069\ud800-\udfff"
+_UNSAFE = re.compile(f"[\x00-\x08\x0a-\x1f{_NOT_C0}]")
+#: in a stream of writes to a terminal: all of them but the tab and the line break (CR only before LF)
+_UNSAFE_IN_STREAM = re.compile(f"\r(?!\n)|[\x00-\x08\x0b\x0c\x0e-\x1f{_NOT_C0}]")
+#: :func:`shortened` keeps this many characters of a long message's start, and :data:`KEEP_END` of its end
+KEEP_START = 300
+KEEP_END = 2000
 
 
 def _replace(match: re.Match) -> str:
@@ -80,6 +90,31 @@ def one_line(text: str, *, tabsize: int = TABSIZE) -> str:
     if text.isprintable():
         return text
     return " ".join(line for line in visible_lines(text, tabsize=tabsize) if line.strip())
+
+
+def for_terminal(text: str) -> str:
+    """``text`` as a command writes it to a terminal, maybe piece by piece: tabs and line breaks
+    (``\\n``, ``\\r\\n``) kept as they are, every other control character made visible as :func:`visible`
+    shows it."""
+    if text.isprintable():
+        return text
+    return _UNSAFE_IN_STREAM.sub(_replace, text)
+
+
+def shortened(text: str, *, start: int = KEEP_START, end: int = KEEP_END) -> str:
+    """``text`` when it is short; else its first ``start`` and last ``end`` characters with a note of
+    how many were cut between them (a host's 20 MB of stderr in an error stays a readable line)."""
+    cut = len(text) - start - end
+    if cut <= 0:
+        return text
+    return f"{text[:start]} [... {cut:,} characters cut ...] {text[-end:]}"
+
+
+def shortened_lines(text: str, *, start: int = KEEP_START, end: int = KEEP_END) -> str:
+    """``text`` with each of its lines :func:`shortened`."""
+    if len(text) <= start + end:
+        return text
+    return "\n".join(shortened(line, start=start, end=end) for line in text.split("\n"))
 
 
 def for_stream(text: str, stream) -> str:

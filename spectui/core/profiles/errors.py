@@ -2,7 +2,9 @@
 
 Every message is one sentence that names where the problem is (``FILE:LINE:COL``), which field,
 and what to do about it. Messages never contain ``env`` values: callers pass field names and
-value *types*, not secret values.
+value *types*, not secret values. A key, a node or a file name quoted in the text shows its control
+characters (:func:`spectui.core.textsafe.visible`): someone else's file cannot drive the terminal, the
+console or the log that shows the error; ``path`` and ``field`` keep the names as they are.
 """
 
 from __future__ import annotations
@@ -10,6 +12,8 @@ from __future__ import annotations
 import difflib
 from collections.abc import Iterable
 from pathlib import Path
+
+from spectui.core.textsafe import visible
 
 
 class ProfileError(Exception):
@@ -32,7 +36,7 @@ class ProfileError(Exception):
         profile: str | None = None,
         suggestions: Iterable[str] = (),
     ) -> None:
-        self.message = message.rstrip()
+        self.message = visible(message.rstrip())
         self.path = str(path) if path is not None else None
         self.line = line
         self.column = column
@@ -46,7 +50,7 @@ class ProfileError(Exception):
         """``FILE:LINE:COL`` (or as much of it as is known); empty when nothing is known."""
         if self.path is None:
             return ""
-        parts = [self.path]
+        parts = [visible(self.path)]
         if self.line is not None:
             parts.append(str(self.line))
             if self.column is not None:
