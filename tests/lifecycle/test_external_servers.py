@@ -156,6 +156,8 @@ async def test_a_server_in_a_tmux_pane(state_dir, tmp_path, tmux_socket, profile
     try:
         await s.client.call("server.telemetry.subscribe", {"interval_s": 0.5})
         v = await listed(s, "ext-%d" % port)
+        # a server spectui did not start is read (/metrics, /server_info) only while the console watches it
+        await s.client.call("server.telemetry.watch", {"servers": [v["name"]]})
         assert v["origin"] == "external" and v["pid"] == leader and v["port"] == port
         assert v["model"] == "meta-llama/Llama-3.1-8B-Instruct" and v["tp_size"] == 2
         assert v["speculative"] == {"algorithm": "EAGLE3", "num_steps": 3, "topk": 1, "draft_tokens": 4}
