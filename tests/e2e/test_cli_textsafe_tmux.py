@@ -1,0 +1,133 @@
+"""End to end: every command that prints host or file text, in a real tmux, fed escapes.
+
+Each command runs in a pane of its own, between two lines the pane prints itself. The escapes are a
+window title (OSC 0), a screen clear (``ESC[2J``) and a clipboard write (OSC 52). tmux obeys all
+three when they reach it (``set-clipboard on`` turns OSC 52 into a paste buffer): a first pane that
+prints them raw shows the test can see each one. Then for every command: the pane's title is still
+tmux's own, the line printed before the command is still on the screen, and no paste buffer exists.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shlex
+import shutil
+import stat
+import sys
+import time
+
+import pytest
+
+from spectui.sim.vgpu import default_host
+from tests.e2e.test_demo_tmux import Tmux
+
+SPECTUI = shutil.which("spectui")
+TMUX = shutil.which("tmux")
+TITLE = "\x1b]0;PWNED\x07"
+CLEAR = "\x1b[2J"
+CLIPBOARD = "\x1b]52;c;cm0gLXJmIH4K\x07"
+HOSTILE = TITLE + CLEAR + CLIPBOARD
+
+
+def hostile_world(tmp: os.PathLike) -> tuple[dict, list[tuple[str, list[str]]]]:
+    """The environment and the commands (name, argv): a source tree, a simulated host, a Python, a
+    profile, a settings file and a server log, each carrying the escapes."""
+    from pathlib import Path
+
+    tmp = Path(tmp)
+    root = tmp / "sglang"
+    spec = root / "srt" / "speculative"
+    spec.mkdir(parents=True)
+    (spec / "worker.py").write_text(f'NOTE = "{HOSTILE}"\n')
+    (spec / f"n{TITLE}{CLIPBOARD}.py").write_text("PWNED = 1\n")
+    state = tmp / "demo-state"
+    host = default_host(2)
+    host["driver_version"] = "580" + TITLE
+    host["gpus"][0]["name"] = "GPU" + CLEAR + CLIPBOARD + TITLE
+    (state / "sim").mkdir(parents=True)
+    (state / "sim" / "host.json").write_text(json.dumps(host))
+    python = tmp / "python"
+    python.write_text(f"#!/bin/sh\n{shlex.quote(sys.executable)} -c 'import sys; sys.stderr.write(sys.argv[1] * 3 "
+                      f"+ \"x\" * 100000 + sys.argv[1])' {shlex.quote(HOSTILE)}\nexit 1\n")
+    python.chmod(python.stat().st_mode | stat.S_IXUSR)
+    profile = tmp / "hostile.yaml"
+    profile.write_text('name: hostile\nmodel: m\nport: 30001\ngpus: [0]\nargs:\n  "tp\\e[2J\\e]52;c;eA==\\a": 1\n'
+                       '"zz\\e]0;PWNED\\a": 3\n')
+    config = tmp / "config"
+    config.mkdir()
+    (config / "config.yaml").write_text('"bad\\e]0;PWNED\\a\\e[2J\\e]52;c;eA==\\a": 1\n')
+    log = tmp / "server.log"
+    log.write_text(f"[2025-12-04 10:05:00 TP0] Scheduler hit an exception: Traceback (most recent call last):\n"
+                   f'  File "x.py", line 1, in <module>\ntorch.OutOfMemoryError: CUDA out of memory. {HOSTILE}\n')
+    env = {"SPECTUI_CONFIG_DIR": str(config), "XDG_CACHE_HOME": str(tmp / "cache"),
+           "SPECTUI_DATA_DIR": str(tmp / "data"), "TERM": "xterm-256color"}
+    source = ["source", "--host", "local", "--sglang-root", str(root)]
+    commands = [
+        ("source tree", [*source, "tree", "srt/speculative"]),
+        ("source show", [*source, "show", "srt/speculative/worker.py"]),
+        ("source grep", [*source, "grep", "PWNED"]),
+        ("source show, a missing file", [*source, "show", f"srt/speculative/missing{TITLE}.py"]),
+        ("status, the demo host", ["status", "--demo", "--state-dir", str(state)]),
+        ("status, several hosts", ["status", "-H", "local", "-H", "h" + TITLE, "--connect-timeout", "5"]),
+        ("status, several hosts, JSON", ["status", "-H", "local", "-H", "h" + TITLE, "--json"]),
+        ("status, a Python's stderr", ["status", "--host", "local", "--python", str(python)]),
+        ("profiles check", ["profiles", "check", str(profile)]),
+        ("logs parse", ["logs", "parse", str(log)]),
+        ("logs summary", ["logs", "summary", str(log)]),
+    ]
+    return env, commands
+
+
+class Panes(Tmux):
+    """One tmux server; each command in a session of its own."""
+
+    def open(self) -> None:
+        self.run("new-session", "-d", "-s", "hold", "-x", "160", "-y", "60", "sleep 600")
+        self.run("set-option", "-s", "set-clipboard", "on")
+        self.default_title = self.title("hold")
+
+    def title(self, session: str) -> str:
+        return self.run("display-message", "-p", "-t", session, "#{pane_title}").strip()
+
+    def buffers(self) -> str:
+        return self.run("list-buffers", check=False).strip()
+
+    def finish(self, session: str, shell: str, timeout: float = 90) -> str:
+        """Run ``shell`` between the lines BEFORE and AFTER in a new session; the screen once it ended (the
+        pane's shell then waits, so that nothing tmux writes on a pane's end moves the screen)."""
+        self.run("new-session", "-d", "-s", session, "-x", "160", "-y", "100",
+                 f"printf 'BEFORE\\n'; {shell}; printf 'AFTER %s\\n' $?; exec sleep 600")
+        deadline = time.monotonic() + timeout
+        screen = ""
+        while time.monotonic() < deadline:
+            screen = self.run("capture-pane", "-p", "-S", "-", "-t", session)
+            if "AFTER" in screen:
+                return self.run("capture-pane", "-p", "-t", session)
+            time.sleep(0.2)
+        raise AssertionError(f"{shell} did not end within {timeout} s:\n{screen}")
+
+
+@pytest.mark.timeout(300)
+def test_no_command_lets_host_text_set_the_title_clear_the_screen_or_write_the_clipboard(tmp_path):
+    assert SPECTUI and TMUX, "needs the installed spectui and tmux (.ci/run installs tmux)"
+    env, commands = hostile_world(tmp_path)
+    panes = Panes()
+    try:
+        panes.open()
+        # the raw escapes, printed as they are: tmux obeys each one, so the checks below can see them
+        raw = panes.finish("raw", "printf " + shlex.quote(HOSTILE.replace("\x1b", "\\033").replace("\x07", "\\007")))
+        assert "BEFORE" not in raw and "PWNED" in panes.title("raw") and panes.buffers(), (raw, panes.title("raw"))
+        panes.run("delete-buffer", check=False)
+        assert not panes.buffers()
+
+        words = ["env", "-u", "COLUMNS", "-u", "LINES", *[f"{k}={v}" for k, v in env.items()], SPECTUI]
+        for i, (name, argv) in enumerate(commands):
+            session = f"c{i}"
+            screen = panes.finish(session, " ".join(shlex.quote(w) for w in [*words, *argv]) + " 2>&1")
+            assert "BEFORE" in screen and "AFTER" in screen, f"{name}: the screen was cleared:\n{screen}"
+            assert "␛" in screen, f"{name}: the escapes are not on the screen:\n{screen}"
+            assert panes.title(session) == panes.default_title, f"{name}: the title became {panes.title(session)!r}"
+            assert not panes.buffers(), f"{name}: wrote the clipboard: {panes.buffers()}"
+    finally:
+        panes.kill()
