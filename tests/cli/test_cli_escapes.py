@@ -76,15 +76,19 @@ def test_source_file_names_contents_and_errors(monkeypatch, hostile_root, action
     assert_shown_not_obeyed(out + err)
 
 
-@pytest.fixture
-def hostile_gpus(tmp_path):
-    """A simulated host whose GPU name and driver version carry escapes."""
-    state = tmp_path / "state"
+def write_hostile_host(state: Path) -> Path:
+    """A simulated host's state folder whose GPU name and driver version carry escapes."""
     host = default_host(2)
     host["driver_version"] = "580" + TITLE
     host["gpus"][0]["name"] = "GPU" + CLEAR + CLIPBOARD + TITLE
     (state / "sim").mkdir(parents=True)
     (state / "sim" / "host.json").write_text(json.dumps(host))
+    return state
+
+
+@pytest.fixture
+def hostile_gpus(tmp_path):
+    state = write_hostile_host(tmp_path / "state")
     return ["-H", "local", "--sim", "--state-dir", str(state), "--gpu-source", "sim"]
 
 

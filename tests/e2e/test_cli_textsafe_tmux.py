@@ -9,44 +9,31 @@ tmux's own, the line printed before the command is still on the screen, and no p
 
 from __future__ import annotations
 
-import json
-import os
 import shlex
 import shutil
 import stat
 import sys
 import time
+from pathlib import Path
 
 import pytest
 
-from spectui.sim.vgpu import default_host
+from tests.cli.test_cli_escapes import CLIPBOARD, HOSTILE, TITLE, write_hostile_host
 from tests.e2e.test_demo_tmux import Tmux
 
 SPECTUI = shutil.which("spectui")
 TMUX = shutil.which("tmux")
-TITLE = "\x1b]0;PWNED\x07"
-CLEAR = "\x1b[2J"
-CLIPBOARD = "\x1b]52;c;cm0gLXJmIH4K\x07"
-HOSTILE = TITLE + CLEAR + CLIPBOARD
 
 
-def hostile_world(tmp: os.PathLike) -> tuple[dict, list[tuple[str, list[str]]]]:
+def hostile_world(tmp: Path) -> tuple[dict, list[tuple[str, list[str]]]]:
     """The environment and the commands (name, argv): a source tree, a simulated host, a Python, a
     profile, a settings file and a server log, each carrying the escapes."""
-    from pathlib import Path
-
-    tmp = Path(tmp)
     root = tmp / "sglang"
     spec = root / "srt" / "speculative"
     spec.mkdir(parents=True)
     (spec / "worker.py").write_text(f'NOTE = "{HOSTILE}"\n')
     (spec / f"n{TITLE}{CLIPBOARD}.py").write_text("PWNED = 1\n")
-    state = tmp / "demo-state"
-    host = default_host(2)
-    host["driver_version"] = "580" + TITLE
-    host["gpus"][0]["name"] = "GPU" + CLEAR + CLIPBOARD + TITLE
-    (state / "sim").mkdir(parents=True)
-    (state / "sim" / "host.json").write_text(json.dumps(host))
+    state = write_hostile_host(tmp / "demo-state")
     python = tmp / "python"
     python.write_text(f"#!/bin/sh\n{shlex.quote(sys.executable)} -c 'import sys; sys.stderr.write(sys.argv[1] * 3 "
                       f"+ \"x\" * 100000 + sys.argv[1])' {shlex.quote(HOSTILE)}\nexit 1\n")
