@@ -36,6 +36,7 @@ from pathlib import Path
 from typing import Any
 
 from spectui.core.bench.runs import RunResult
+from spectui.core.bench.sglang_import import check_import_size
 from spectui.core.bench.table import (
     FOREIGN_MARK,
     OVERLAP_MARK,
@@ -103,6 +104,39 @@ EXPORT_FORMATS = ("md", "csv", "json")
 
 class HistoryError(SpectuiError):
     """A history id or file that does not exist or cannot be read (one sentence)."""
+
+
+#: an import's line names this many ids of each kind; the others are counted
+IDS_NAMED = 10
+
+
+def _ids(ids: list[str]) -> str:
+    named = ", ".join(ids[:IDS_NAMED])
+    return named + (f" and {len(ids) - IDS_NAMED:,} more (spectui history list)" if len(ids) > IDS_NAMED else "")
+
+
+@dataclass
+class ImportOutcome:
+    """What an import did: the history ids of the runs it ``added``, and of those already ``present``."""
+
+    added: list[str]
+    present: list[str]
+
+    def sentence(self, what: str, source: str) -> str:
+        """One line for the operator: ``imported N entries from WHAT in SOURCE: ids``, at most
+        :data:`IDS_NAMED` ids of each kind, and the runs that were already there."""
+        n = len(self.added)
+        text = f"imported {'no entry' if n == 0 else f'{n} entr' + ('y' if n == 1 else 'ies')} from {what} in {source}"
+        if self.added:
+            text += ": " + _ids(self.added)
+        k = len(self.present)
+        if k:
+            runs = f"run {self.present[0]} (left as it was)" if k == 1 else f"runs {_ids(self.present)} (left as they were)"
+            if not self.added:
+                text += (": the run is" if k == 1 else f": its {k} runs are") + f" already in the history as {runs}"
+            else:
+                text += f"; {k} run{' was' if k == 1 else 's were'} already in the history as {runs}"
+        return text
 
 
 @dataclass(frozen=True)
@@ -253,6 +287,11 @@ class HistoryStore:
     # --- runs --------------------------------------------------------------------------------
     def save_run(self, run: RunResult | dict, comparison_key: str | None = None) -> int:
         """Insert or update (same host and run id) a run; returns its id."""
+        with self._open(write=True) as db:
+            return self._save_run(db, run, comparison_key)
+
+    @staticmethod
+    def _save_run(db: sqlite3.Connection, run: RunResult | dict, comparison_key: str | None = None) -> int:
         d = run.to_dict() if isinstance(run, RunResult) else dict(run)
         d.pop("id", None)
         if comparison_key:
@@ -262,18 +301,17 @@ class HistoryStore:
         values = (d["run_id"], d["host"], d.get("started_at"), time.time(), d.get("profile"), d.get("profile_hash"),
                   preset, d.get("concurrency"), d.get("repeat"), d.get("engine"), d["state"], d.get("reason"),
                   d.get("comparison_key"), _dumps(d), overlapped)
-        with self._open(write=True) as db:
-            row = db.execute("SELECT id FROM runs WHERE host = ? AND run_id = ?", (d["host"], d["run_id"])).fetchone()
-            if row is None:
-                cur = db.execute(
-                    "INSERT INTO runs (run_id, host, started_at, saved_at, profile, profile_hash, preset, concurrency,"
-                    " repeat, engine, state, reason, comparison_key, data, overlapped_with)"
-                    " VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)", values)
-                return int(cur.lastrowid)
-            db.execute("UPDATE runs SET run_id=?, host=?, started_at=?, saved_at=?, profile=?, profile_hash=?, preset=?,"
-                       " concurrency=?, repeat=?, engine=?, state=?, reason=?, comparison_key=?, data=?,"
-                       " overlapped_with=? WHERE id=?", values + (row["id"],))
-            return int(row["id"])
+        row = db.execute("SELECT id FROM runs WHERE host = ? AND run_id = ?", (d["host"], d["run_id"])).fetchone()
+        if row is None:
+            cur = db.execute(
+                "INSERT INTO runs (run_id, host, started_at, saved_at, profile, profile_hash, preset, concurrency,"
+                " repeat, engine, state, reason, comparison_key, data, overlapped_with)"
+                " VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)", values)
+            return int(cur.lastrowid)
+        db.execute("UPDATE runs SET run_id=?, host=?, started_at=?, saved_at=?, profile=?, profile_hash=?, preset=?,"
+                   " concurrency=?, repeat=?, engine=?, state=?, reason=?, comparison_key=?, data=?,"
+                   " overlapped_with=? WHERE id=?", values + (row["id"],))
+        return int(row["id"])
 
     def refs(self) -> dict[tuple[str, str], str]:
         """{(host, host run id): history id} of every run kept: to name an overlapped run's other runs."""
@@ -496,6 +534,7 @@ class HistoryStore:
 
     def import_json(self, text: str, source: str = "<json>") -> list[str]:
         """Save the runs and comparisons of a JSON export; returns their ids here."""
+        check_import_size(text, source)
         try:
             doc = json.loads(text)
         except ValueError as exc:
@@ -519,8 +558,29 @@ class HistoryStore:
             ids.append(self.save_probe(p))
         return ids
 
+    def import_runs(self, results: list[RunResult]) -> ImportOutcome:
+        """Keep the imported runs that are not in the history yet, in one transaction. A run whose id is
+        there already (an imported run's id is a hash of what the tool wrote, whatever the host label) is
+        left as it was: importing the same output again, under another profile or host, changes nothing."""
+        outcome = ImportOutcome([], [])
+        wanted = {r.run_id for r in results}
+        with self._open(write=True) as db:
+            kept: dict[str, str] = {}
+            for row in db.execute("SELECT id, run_id FROM runs ORDER BY id DESC"):  # one pass, however many runs
+                if row["run_id"] in wanted:
+                    kept[row["run_id"]] = str(row["id"])  # the first one kept, where several hosts have it
+            present = set(kept.values())
+            for r in results:
+                if r.run_id not in kept:
+                    kept[r.run_id] = str(self._save_run(db, r))
+                    outcome.added.append(kept[r.run_id])
+                elif kept[r.run_id] in present and kept[r.run_id] not in outcome.present:
+                    outcome.present.append(kept[r.run_id])
+        return outcome
+
     def import_results(self, results: list[RunResult]) -> list[str]:
-        return [str(self.save_run(r)) for r in results]
+        """The ids of the runs :meth:`import_runs` added."""
+        return self.import_runs(results).added
 
 
 # ---------------------------------------------------------------------------------------------

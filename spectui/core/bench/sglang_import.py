@@ -52,6 +52,13 @@ from the published wheels:
 
 A printed block becomes the same row dict a JSONL line is (``mean_ttft_ms``, ``accept_length``,
 ...), so both import alike; its figures are the printed, two-decimal ones.
+
+Before a row becomes a run its figures are checked (:func:`check_row`): counts are whole numbers
+from 0, durations, rates, latencies and the accept length numbers from 0 (the accept length is
+accepted tokens over verify steps, ``sglang 0.5.23 wheel,
+sglang/srt/managers/scheduler_components/internal_state.py:243``), the concurrency limit at least
+1; the first one out of range ends the import in one sentence that names it, and nothing is
+kept. Text over :data:`IMPORT_LIMIT_BYTES` is refused before it is parsed.
 """
 
 from __future__ import annotations
@@ -65,14 +72,119 @@ from typing import Any
 
 from spectui.core.bench.stats import run_stats
 from spectui.core.errors import SpectuiError
+from spectui.core.textsafe import visible
 
 TOOL = "sglang.benchmark.serving"
 QUANTILES = ("mean", "median", "p90", "p99")
 METRICS = {"ttft_ms": "ttft", "itl_ms": "itl", "tpot_ms": "tpot", "e2e_ms": "e2e_latency"}
 
 
+#: the most text one import reads: a long sweep's JSONL with per-request details fits many times over
+IMPORT_LIMIT_BYTES = 16 << 20
+#: skipped blocks named one by one; the rest are counted
+SKIPPED_NAMED = 10
+
+
 class SglangImportError(SpectuiError):
-    """A file that is not sglang.benchmark.serving's JSONL output."""
+    """A file that is not sglang.benchmark.serving's JSONL output, or a figure in it out of range."""
+
+
+def check_import_size(text: str, source: str) -> None:
+    """Refuse ``text`` over :data:`IMPORT_LIMIT_BYTES` (UTF-8) in one sentence."""
+    if len(text) * 4 <= IMPORT_LIMIT_BYTES:  # no character takes more than 4 bytes
+        return
+    size = len(text) if len(text) > IMPORT_LIMIT_BYTES else len(text.encode("utf-8", "surrogatepass"))
+    if size > IMPORT_LIMIT_BYTES:
+        raise SglangImportError(f"{source} is {size / (1 << 20):.1f} MiB, and history import reads at most "
+                                f"{IMPORT_LIMIT_BYTES >> 20} MiB at a time, so nothing was imported; import it in parts")
+
+
+# ---------------------------------------------------------------------------------------------
+# The figures of a row, and their ranges
+# ---------------------------------------------------------------------------------------------
+
+#: whole numbers from 0
+COUNTS = ("completed", "total_input_tokens", "total_input_text_tokens", "total_input_vision_tokens",
+          "total_output_tokens", "total_output_tokens_retokenized", "max_concurrent_requests", "random_input_len",
+          "random_output_len")
+#: numbers from 0 (besides every ``*_ms`` figure)
+AMOUNTS = ("duration", "request_throughput", "input_throughput", "output_throughput", "total_throughput",
+           "max_output_tokens_per_s", "concurrency", "accept_length", "random_range_ratio")
+#: per-request lists of ``--output-details``: (what each item is, how it is checked)
+DETAILS = {"input_lens": "count", "output_lens": "count", "ttfts": "amount", "itls": "amounts", "errors": "text"}
+
+
+def _is_number(v: Any) -> bool:
+    return isinstance(v, (int, float)) and not isinstance(v, bool)
+
+
+def _range_problem(v: Any, kind: str) -> str | None:
+    """Why ``v`` is not a ``kind`` (count, amount, limit, rate), or None when it is (None and NaN are "not
+    given")."""
+    if v is None:
+        return None
+    if kind == "rate" and isinstance(v, str):
+        return None  # "trace": the rate of a replayed trace
+    if not _is_number(v):
+        return "not a number"
+    if isinstance(v, float) and math.isnan(v):
+        return None
+    if kind == "count" and (v != v // 1 or math.isinf(v)):
+        return "not a whole number"
+    if kind == "limit" and v < 1:
+        return "below 1"
+    if kind == "rate" and v <= 0:
+        return "not above 0"
+    if v < 0:
+        return "negative"
+    return None
+
+
+def _kind_of(key: str) -> str | None:
+    if key in COUNTS:
+        return "count"
+    if key in AMOUNTS or key.endswith("_ms"):
+        return "amount"
+    if key == "max_concurrency":
+        return "limit"
+    if key == "request_rate":
+        return "rate"
+    return None
+
+
+def _detail_problem(values: Any, kind: str) -> tuple[Any, str] | None:
+    """The first bad item of a per-request list and why, or None."""
+    if values is None:
+        return None
+    if not isinstance(values, list):
+        return values, "not a list"
+    for v in values:
+        if kind == "text":
+            if v is not None and not isinstance(v, str):
+                return v, "not a text"
+        elif kind == "amounts":
+            inner = _detail_problem(v, "amount")
+            if inner:
+                return inner
+        else:
+            why = _range_problem(v, kind)
+            if why:
+                return v, why
+    return None
+
+
+def check_row(row: dict, where: str, name=lambda key: key) -> None:
+    """Refuse the first figure of ``row`` out of range: one sentence, ``where`` (``FILE:LINE``) first, that
+    names the field (``name(key)``: its printed row for a printed block) and its value."""
+    for key, v in row.items():
+        kind = _kind_of(key)
+        bad = (v, _range_problem(v, kind)) if kind else _detail_problem(v, DETAILS[key]) if key in DETAILS else None
+        if bad and bad[1]:
+            value, why = bad
+            shown = repr(value) if not isinstance(value, (dict, list)) else ("a map" if isinstance(value, dict)
+                                                                            else "a list")
+            raise SglangImportError(f"{where}: {name(key)} holds {visible(shown)[:60]}, which is {why}, so nothing "
+                                    f"was imported")
 
 
 def _finite(v: Any) -> Any:
@@ -81,6 +193,7 @@ def _finite(v: Any) -> Any:
 
 def parse_sglang_jsonl(text: str, path: str = "<sglang output>") -> list[dict]:
     """The runs in a JSONL file written by the tool; ``SglangImportError`` names the bad line."""
+    check_import_size(text, path)
     rows = []
     for n, line in enumerate(text.splitlines(), 1):
         if not line.strip():
@@ -173,10 +286,13 @@ def _speculative(info: dict | None) -> dict | None:
 
 
 def result_from_row(row: dict, *, host: str = "imported", profile: str | None = None, source: str | None = None,
-                    n: int = 0):
-    """One tool row as a :class:`RunResult` (engine ``sglang``, provenance from its ``server_info``)."""
+                    n: int = 0, name=lambda key: key):
+    """One tool row as a :class:`RunResult` (engine ``sglang``, provenance from its ``server_info``); a figure
+    out of range raises :class:`SglangImportError` (:func:`check_row`). Its run id is a hash of the row: the
+    same run imported again has the same id."""
     from spectui.core.bench.runs import RunResult
 
+    check_row(row, f"{source or '<sglang output>'}:{n}", name)
     info = row.get("server_info") or {}
     if "decode" in info and isinstance(info["decode"], list) and info["decode"]:
         info = info["decode"][0]
@@ -278,6 +394,19 @@ def _unquote(line: str) -> str:
     return s
 
 
+_LATENCY_WORDS = {"mean": "Mean", "median": "Median", "p90": "P90", "p95": "P95", "p99": "P99", "max": "Max",
+                  "e2e_latency": "E2E Latency", "ttft": "TTFT", "tpot": "TPOT", "itl": "ITL"}
+_PRINTED_LABELS = {key: label[:1].upper() + label[1:-1] for label, key in reversed(PRINTED_ROWS.items())}
+
+
+def printed_label(key: str) -> str:
+    """The row of a printed block that ``key`` was read from, as the tool prints it (``'Accept length'``)."""
+    if key in _PRINTED_LABELS:
+        return f"'{_PRINTED_LABELS[key]}'"
+    m = re.fullmatch(r"(mean|median|p90|p95|p99|max)_(e2e_latency|ttft|tpot|itl)_ms", key)
+    return f"'{_LATENCY_WORDS[m.group(1)]} {_LATENCY_WORDS[m.group(2)]} (ms)'" if m else key
+
+
 def printed_block_count(text: str) -> int:
     return sum(1 for line in text.splitlines() if HEADER.search(line))
 
@@ -287,8 +416,10 @@ def parse_printed_blocks(text: str, path: str = "<pasted text>") -> tuple[list[d
 
     A block runs from its header to the closing ``=====`` line, the next header, or the end of the
     text (a paste cut short); lines it does not know (goodput, cache hits, shell prompts) are left.
-    Each row carries ``_line``, the header's line number.
+    Each row carries ``_line``, the header's line number. The first :data:`SKIPPED_NAMED` skipped blocks
+    are named, the others counted in one more reason.
     """
+    check_import_size(text, path)
     rows: list[dict] = []
     skipped: list[str] = []
     current: dict | None = None
@@ -326,6 +457,9 @@ def parse_printed_blocks(text: str, path: str = "<pasted text>") -> tuple[list[d
         if key and key not in current:
             current[key] = _printed_value(key, m.group("value"))
     close()
+    if len(skipped) > SKIPPED_NAMED:
+        more = len(skipped) - SKIPPED_NAMED
+        skipped[SKIPPED_NAMED:] = [f"{more:,} more block{'s' if more != 1 else ''} of {path} for the same reasons"]
     return rows, skipped
 
 
@@ -335,7 +469,7 @@ def results_from_printed(text: str, *, source: str, host: str = "imported", prof
     results = []
     for row in rows:
         line = row.pop("_line")
-        r = result_from_row(row, host=host, profile=profile, source=source, n=line)
+        r = result_from_row(row, host=host, profile=profile, source=source, n=line, name=printed_label)
         r.stats["source"] = PRINTED
         r.summary["format"] = "printed result block (figures rounded to 2 decimals)"
         results.append(r)
