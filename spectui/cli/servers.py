@@ -13,7 +13,8 @@ import json
 import sys
 import time
 
-from spectui.agent.protocol import DOWN_STATES, FINAL_STATES, STOP_GRACE_S, ServerState
+from spectui.agent.logs.follow import TAIL_MAX_LINES as MAX_LOG_LINES
+from spectui.agent.protocol import DOWN_STATES, FINAL_STATES, STOP_GRACE_S, Method, ServerState
 from spectui.cli.fleet import HostAnswer, ask_hosts, host_limit_s, print_answers
 from spectui.cli.hostopts import (NodeHostError, add_host_options, demo_profiles, destinations_of,
                                   explain_connect_error, node_targets, refuse_on_problems, run_on_nodes,
@@ -87,7 +88,8 @@ def register(sub: argparse._SubParsersAction) -> None:
     adopt.add_argument("--yes", action="store_true", help="confirm without asking")
     lg = action("logs", "print a server's log", profile="required", json_flag=False, metavar="NAME")
     lg.add_argument("-f", "--follow", action="store_true", help="keep printing new lines")
-    lg.add_argument("--lines", type=int, default=40, metavar="N")
+    lg.add_argument("--lines", type=int, default=40, metavar="N",
+                    help=f"how many of the last lines to print (at most {MAX_LOG_LINES})")
 
 
 class Progress:
@@ -208,6 +210,9 @@ def _ended_badly(server: dict) -> str | None:
         return f"{server['name']} {server['state']}: {server.get('reason')}" + (f"\nlast log lines:\n{tail}" if tail else "")
     if server.get("timed_out"):
         return f"{server['name']} is still {server['state']} after the timeout"
+    if server["state"] == ServerState.STOPPED:  # another console stopped (or switched away from) it meanwhile
+        return f"{server['name']} was stopped before it was ready" + (f": {server['reason']}" if server.get("reason")
+                                                                      else "")
     return None
 
 
@@ -270,8 +275,16 @@ async def _confirmed_plan(ctl: ServerControl, name: str, args: argparse.Namespac
     return confirmed
 
 
+async def _listing(ctl: ServerControl) -> list[dict]:
+    """``servers.list``'s servers; the sentences of the records the agent ignored (another user's) go to stderr."""
+    answer = await ctl.session.client.call(Method.SERVERS_LIST, timeout=30)
+    for sentence in answer.get("ignored") or []:
+        print(for_stream(f"spectui: {sentence}", sys.stderr), file=sys.stderr)
+    return answer["servers"]
+
+
 async def _stop(ctl: ServerControl, args: argparse.Namespace, progress: Progress) -> int:
-    servers = await ctl.list()
+    servers = await _listing(ctl)
     by_name = {s["name"]: s for s in servers}
     if args.profile:
         names = [args.profile]
@@ -377,7 +390,7 @@ async def _run(args: argparse.Namespace, target: HostTarget) -> int:
         if not getattr(args, "json", False) and args.action in ("start", "switch", "stop"):
             ctl.on_events(progress.on_event)
         if args.action == "list":
-            servers = await ctl.list()
+            servers = await _listing(ctl)
             print(json.dumps({"schema": LIST_SCHEMA, "servers": redact_server_records(servers)}, indent=2)
                   if args.json
                   else for_stream(render_list(servers), sys.stdout))
@@ -440,10 +453,17 @@ async def _run(args: argparse.Namespace, target: HostTarget) -> int:
 async def _logs(ctl: ServerControl, args: argparse.Namespace) -> int:
     # on a terminal, control characters in the log are shown, not obeyed; a pipe gets the lines as they are
     shown = visible if sys.stdout.isatty() else str
-    r = await ctl.logs(args.profile, lines=args.lines)
+    lines = args.lines
+    if lines > MAX_LOG_LINES:
+        print(f"spectui: --lines is at most {MAX_LOG_LINES}; showing the last {MAX_LOG_LINES} at most",
+              file=sys.stderr)
+        lines = MAX_LOG_LINES
+    r = await ctl.logs(args.profile, lines=lines)
     for line in r["lines"]:
         print(shown(line))
     sys.stdout.flush()
+    if r.get("capped"):
+        print(for_stream(f"spectui: {r['capped']}", sys.stderr), file=sys.stderr)
     offset = r["offset"]
     while args.follow:
         await asyncio.sleep(0.5)

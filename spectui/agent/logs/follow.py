@@ -11,14 +11,21 @@ arrives, and survives the two ways a log is cut:
 * truncation -- the file shrank below the read offset, or its first bytes changed under
   us (``copytruncate`` followed by quick regrowth): reading restarts at offset 0.
 
-Memory stays bounded on a huge backlog: ``tail_bytes`` starts near the end instead of at
-the beginning, each call reads at most ``max_read_bytes``, and a line longer than
+Only a regular file is read: a log path is opened without waiting (``O_NONBLOCK``: a FIFO
+with no writer would hold the open forever) and without following a symbolic link where the
+path is spectui's own (``nofollow``), and what it opened is looked at (``fstat``): a FIFO, a
+device (``/dev/zero`` never ends), a socket or a folder is refused, and ``refused`` says so in
+one sentence (:func:`open_regular`).
+
+Memory and time stay bounded on a huge backlog: ``tail_bytes`` starts near the end instead of at
+the beginning, each call reads at most ``max_read_bytes`` within ``max_read_s``, and a line longer than
 ``max_line_bytes`` (64 KiB) is cut there, marked by a ``(index, "cut")`` entry in
 ``events``, and the rest of it is skipped up to its end: following goes on with the next
 line, however long the cut one is.
 
 :func:`read_lines_at` serves the stateless ``server.logs`` reads (an offset in, whole lines
-and the next offset out) under the same cap.
+and the next offset out) under the same cap; :func:`read_tail` its tails, read from the end of
+the file, bounded in lines (:data:`TAIL_MAX_LINES`) and bytes (:data:`TAIL_MAX_BYTES`).
 
 ``\\r`` counts as a line end too (``split_cr``), so each tqdm update of a progress bar
 (written as ``\\r<bar>`` on one physical line) is a line of its own.
@@ -29,13 +36,55 @@ and the next offset out) under the same cap.
 
 from __future__ import annotations
 
+import json
 import os
+import stat
 import time
 from typing import Any, Callable, Dict, List, Optional
 
 from . import LogFeeder, parse_progress
 
-__all__ = ["LogFollower", "LogStream", "read_lines_at", "CUT_MARK", "LINE_CAP_BYTES"]
+__all__ = ["LogFollower", "LogStream", "read_lines_at", "read_tail", "open_regular", "NotRegular", "CUT_MARK",
+           "LINE_CAP_BYTES", "TAIL_MAX_LINES", "TAIL_MAX_BYTES"]
+
+READ_S = 0.5  # the most one call of LogFollower.read_new reads for
+
+
+class NotRegular(OSError):
+    """A log path that names no regular file (a FIFO, a device, a socket, a folder, a link where none is
+    followed); ``str()`` is one sentence naming it."""
+
+
+_KINDS = ((stat.S_ISFIFO, "a FIFO (named pipe)"), (stat.S_ISCHR, "a character device"),
+          (stat.S_ISBLK, "a block device"), (stat.S_ISSOCK, "a socket"), (stat.S_ISDIR, "a folder"))
+
+
+def kind_of(mode: int) -> str:
+    """What a file of ``mode`` is, in words, for a file that is not regular."""
+    return next((words for test, words in _KINDS if test(mode)), "not a regular file")
+
+
+def open_regular(path: str, nofollow: bool = False) -> int:
+    """An fd (read-only, close-on-exec) of the regular file ``path``, opened without waiting (a FIFO with no writer
+    holds a plain open forever) and, with ``nofollow``, without following a symbolic link. Raises
+    :class:`NotRegular` (one sentence) for anything else, and OSError when it cannot be opened."""
+    flags = os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_CLOEXEC", 0) | (getattr(os, "O_NOFOLLOW", 0) if nofollow else 0)
+    try:
+        fd = os.open(path, flags)
+    except OSError as exc:
+        if nofollow and os.path.islink(path):
+            raise NotRegular("%s is a symbolic link, which spectui does not follow for a log it writes itself; "
+                             "nothing was read" % path) from None
+        raise exc
+    try:
+        mode = os.fstat(fd).st_mode
+    except OSError:
+        os.close(fd)
+        raise
+    if not stat.S_ISREG(mode):
+        os.close(fd)
+        raise NotRegular("%s is %s, not a regular file, so spectui did not read it" % (path, kind_of(mode)))
+    return fd
 
 _HEAD_BYTES = 64
 # A log line longer than this is cut: SGLang's longest lines (the ``server_args=ServerArgs(...)``
@@ -107,6 +156,46 @@ def read_lines_at(fh: Any, offset: int, max_bytes: int = 1 << 20,
     return lines, after
 
 
+TAIL_MAX_LINES = 100000  # the most lines a tail gives
+TAIL_MAX_BYTES = 8 * 1024 * 1024  # the most a tail reads of a log (from its end), and sends (JSON-encoded)
+
+
+def read_tail(fh: Any, size: int, lines: int, max_bytes: int = TAIL_MAX_BYTES,
+              max_line_bytes: int = LINE_CAP_BYTES) -> "tuple[List[str], bool]":
+    """The last ``lines`` lines of the open binary regular file ``fh`` whose size was ``size``, read backwards
+    from that end (never past it: a file that grows meanwhile is not followed) and at most ``max_bytes`` of it,
+    each line cut at ``max_line_bytes``, and no more lines than fit in ``max_bytes`` once JSON-encoded. Returns the
+    lines and whether the byte budget, not ``lines``, decided how many came back."""
+    lines = max(0, min(int(lines), TAIL_MAX_LINES))
+    chunks: List[bytes] = []
+    pos, newlines = size, 0
+    while lines and pos > 0 and newlines <= lines and size - pos < max_bytes:
+        step = min(1 << 16, pos, max_bytes - (size - pos))
+        pos -= step
+        fh.seek(pos)
+        piece = fh.read(step)
+        chunks.append(piece)
+        newlines += piece.count(b"\n")
+    data = b"".join(reversed(chunks))
+    short = pos > 0 and newlines <= lines
+    if pos > 0 and b"\n" in data:  # the first line read is the end of one that began before
+        data = data[data.index(b"\n") + 1:]
+    text = data.decode("utf-8", "replace").splitlines()[-lines:] if lines else []
+    cap = int(max_line_bytes)
+    out: List[str] = []
+    budget = max_bytes
+    for line in reversed(text):
+        if len(line) > cap:
+            line = line[:cap] + CUT_MARK % max(1, cap // 1024)
+        budget -= len(json.dumps(line)) + 1
+        if budget < 0:
+            short = True
+            break
+        out.append(line)
+    out.reverse()
+    return out, short
+
+
 class LogFollower:
     """Read the lines a log file gains, across rotation and truncation.
 
@@ -124,8 +213,16 @@ class LogFollower:
         max_line_bytes: int = LINE_CAP_BYTES,
         encoding: str = "utf-8",
         split_cr: bool = True,
+        nofollow: bool = False,
+        max_read_s: float = READ_S,
+        clock: Callable[[], float] = time.monotonic,
     ) -> None:
         self.path = os.fspath(path)
+        self.nofollow = nofollow
+        self.max_read_s = max_read_s
+        self.clock = clock
+        #: one sentence while the path names no regular file (nothing is read then), else None
+        self.refused: Optional[str] = None
         self.tail_bytes = tail_bytes
         self.max_read_bytes = max(1, int(max_read_bytes))
         self.max_line_bytes = max(1, int(max_line_bytes))
@@ -185,9 +282,14 @@ class LogFollower:
 
     def _open(self, from_start: bool) -> None:
         try:
-            fh = open(self.path, "rb")
+            fd = open_regular(self.path, self.nofollow)
+        except NotRegular as exc:
+            self.refused = str(exc)
+            return
         except OSError:
             return
+        self.refused = None
+        fh = os.fdopen(fd, "rb")
         st = os.fstat(fh.fileno())
         self._fh = fh
         self._id = (st.st_dev, st.st_ino)
@@ -221,7 +323,7 @@ class LogFollower:
     def _check_file(self, out: List[str]) -> None:
         first, self._first_check = self._first_check, False
         try:
-            st = os.stat(self.path)
+            st = os.lstat(self.path) if self.nofollow else os.stat(self.path)
         except OSError:
             return  # not there (yet, or mid-rotation): keep reading the open file, if any
         if self._fh is None:
@@ -229,8 +331,8 @@ class LogFollower:
             self._open(from_start=not first)
             return
         if (st.st_dev, st.st_ino) != self._id:
-            # Rotated: finish the old file, then start the new one from its beginning.
-            self._read(self._fh, None, out)
+            # Rotated: finish the old file (within one call's budget), then start the new one from its beginning.
+            self._read(self._fh, self.max_read_bytes, out)
             if self._partial:
                 out.append(self._decode(self._partial))
             self.close()
@@ -256,7 +358,8 @@ class LogFollower:
         return raw.decode(self.encoding, "replace")
 
     def _read(self, fh: Any, budget: Optional[int], out: List[str]) -> None:
-        while budget is None or budget > 0:
+        end = self.clock() + self.max_read_s
+        while (budget is None or budget > 0) and self.clock() < end:
             want = 1 << 18 if budget is None else min(1 << 18, budget)
             chunk = fh.read(want)
             if not chunk:

@@ -103,28 +103,28 @@ class _Connection(HTTPConnection):
         self.sock = _DeadlineSocket(sock, self._deadline, self._clock)
 
 
-def fetch(url, max_bytes, deadline_s, clock=time.monotonic):
+def fetch(url, max_bytes, deadline_s, clock=time.monotonic, headers=None):
     """The body of ``GET url`` (bytes), or :class:`FetchFailed` saying in one sentence why not:
     a status other than 200, more than ``max_bytes``, no full answer within ``deadline_s`` seconds
-    of the call, or no connection."""
+    of the call, or no connection. ``headers``: more request headers (never named in a sentence)."""
     def body(resp, path):
         if resp.status != 200:
             raise HttpStatus(resp.status, path)
         return _read_body(resp, path, max_bytes, keep=True)
-    return _exchange(url, deadline_s, clock, body)
+    return _exchange(url, deadline_s, clock, body, headers)
 
 
-def fetch_status(url, max_bytes, deadline_s, clock=time.monotonic):
+def fetch_status(url, max_bytes, deadline_s, clock=time.monotonic, headers=None):
     """The status of ``GET url`` once its whole answer has arrived within ``deadline_s`` seconds of the call
     (its body read and let go, up to ``max_bytes``: past that the rest is not read); else :class:`FetchFailed`
-    saying why in one sentence (no answer in time, or no connection)."""
+    saying why in one sentence (no answer in time, or no connection). ``headers``: as for :func:`fetch`."""
     def status(resp, path):
         try:
             _read_body(resp, path, max_bytes, keep=False)
         except TooLarge:
             pass
         return resp.status
-    return _exchange(url, deadline_s, clock, status)
+    return _exchange(url, deadline_s, clock, status, headers)
 
 
 def _read_body(resp, path, max_bytes, keep):
@@ -146,7 +146,7 @@ def _read_body(resp, path, max_bytes, keep):
     return b"".join(chunks)
 
 
-def _exchange(url, deadline_s, clock, answer):
+def _exchange(url, deadline_s, clock, answer, headers=None):
     """``answer(response, path)`` of ``GET url``, every read of it within one deadline ``deadline_s`` away."""
     parts = urlsplit(url)
     path = parts.path or "/"
@@ -154,7 +154,7 @@ def _exchange(url, deadline_s, clock, answer):
     conn = _Connection(parts.hostname, parts.port or 80, deadline, clock)
     try:
         conn.request("GET", path + ("?" + parts.query if parts.query else ""),
-                     headers={"Accept-Encoding": "identity"})
+                     headers=dict(headers or {}, **{"Accept-Encoding": "identity"}))
         return answer(conn.getresponse(), path)
     except socket.timeout:
         raise DeadlinePassed("%s gave no full answer within %g s" % (path, deadline_s)) from None

@@ -31,16 +31,22 @@ from . import external as xs
 from . import proc_table as pt
 from . import discover as sd
 from .external_logs import open_mirror
-from ..logs.follow import read_lines_at
+from ..logs.follow import TAIL_MAX_BYTES, TAIL_MAX_LINES, NotRegular, open_regular, read_lines_at, read_tail
 from ..protocol import FINAL_STATES, LIVE_STATES, SERVING_STATES, STOP_GRACE_S, AgentError, ServerState
 from .process import (
     OURS,
     LaunchError,
+    alive,
+    api_key_in,
+    became_other,
     expand_argv,
     expand_env,
     group_members,
+    identity,
+    plan_of,
     port_in_use,
     proc_stat,
+    redact_argv,
     remember_members,
     same_process,
     server_group,
@@ -54,10 +60,12 @@ from .watch import SETTLE_TAIL_BYTES, ServerWatch
 log = logging.getLogger(__name__)
 
 SERVER_BENCHMARKED = "server_benchmarked"
+SWITCH_LOST = "switch_lost"  # another switch took the GPUs or port while this one ran
 RELEASE_TIMEOUT_S = 60.0
 READY_TIMEOUT_S = 1800.0
 SCAN_EVERY_S = 1.0
 MONITOR_TICK_S = 0.25  # the monitor's look at every watch; sooner when a health check has answered
+PLANNED_KEPT = 4096  # the processes whose planned identity is kept (those gone go first)
 FIRST_LOOK_S = 0.25  # how long an agent's first listing waits for the health checks it began to answer
 VIEW_KEYS = ("name", "state", "pid", "pgid", "host", "port", "gpus", "profile_hash", "argv", "env_keys",
              "started_at", "ready_at", "ended_at", "progress", "reason", "exit_status", "log_path", "profile",
@@ -96,6 +104,17 @@ def _own_view(record, v):
         v["log_source"] = {"kind": "file", "readable": True, "text": "following %s" % record.get("log_path")}
 
 
+def _holds(record, port, gpus):
+    """What of ``port`` and ``gpus`` the server of ``record`` holds, in words ("" when nothing)."""
+    holds = []
+    if int(record.get("port") or 0) == port:
+        holds.append("port %d" % port)
+    shared = sorted(gpus & set(record.get("gpus") or []))
+    if shared:
+        holds.append("GPU%s %s" % ("s" if len(shared) > 1 else "", xs.gpu_text(shared)))
+    return " and ".join(holds)
+
+
 class ServerManager(object):
     def __init__(self, state_dir, channel, gpu_source, simulated=False):
         self.state_dir = state_dir
@@ -115,6 +134,7 @@ class ServerManager(object):
         self.external = xs.ExternalServers(state_dir, lambda: self._gpu_processes(None), self._emit,
                                            simulated=simulated, on_answer=self._wake.set)
         self.mirrors = {}  # name -> the log mirror of an adopted server whose output goes to tmux or the journal
+        self._planned = {}  # (pid, start_ticks) -> what it ran (process.identity) when a plan showed it
 
     # --- benchmarks measuring a server ------------------------------------------------------
     def _measured_by(self, record):
@@ -172,16 +192,20 @@ class ServerManager(object):
                 if r.get("state") == ServerState.STOPPING:  # its stopper died mid-stop (stops hold the lock)
                     r["state"] = ServerState.READY if r.get("ready_at") else ServerState.LOADING
                 w = ServerWatch(r, self._log_of(r), tail_bytes=SETTLE_TAIL_BYTES if r.get("origin") == "adopted"
-                                else None, background=True, on_answer=self._wake.set)
+                                else None, background=True, on_answer=self._wake.set, own_log=self._own_log(r))
                 self.watches[name] = w
                 w.poll()
             else:  # exited, or its pid now names another program
-                w = ServerWatch(r, self._log_of(r), tail_bytes=SETTLE_TAIL_BYTES)
+                w = ServerWatch(r, self._log_of(r), tail_bytes=SETTLE_TAIL_BYTES, own_log=self._own_log(r))
                 w.settle_unwatched()
                 w.close()
             self._save(r)
         if emit:
             self._emit(r)
+
+    def _own_log(self, r):
+        """Whether ``r``'s log is a file spectui writes itself (never read through a symbolic link)."""
+        return r.get("origin") != "adopted" or (r.get("log_follow") or {}).get("kind") in ("tmux", "journal")
 
     def _log_of(self, r):
         """The log a recorded server writes: spectui's own log file, or, for an adopted server, the file it
@@ -241,7 +265,10 @@ class ServerManager(object):
             self._wake.clear()
             if self._stop.is_set():
                 return
-            self.poll_all()
+            try:
+                self.poll_all()
+            except Exception:  # a state folder found unsafe since, say: the next tick tries again
+                log.debug("a monitor step failed", exc_info=True)
             if time.monotonic() - scanned >= SCAN_EVERY_S:
                 scanned = time.monotonic()
                 try:
@@ -257,15 +284,22 @@ class ServerManager(object):
 
     def poll_all(self):
         """One step of every watch (the monitor's tick). Nothing in it waits on a server: health checks run in
-        their own threads, and a step takes in the answer of the last one that ended."""
+        their own threads, and a step takes in the answer of the last one that ended. The logs a step reads (at
+        most a few MiB, within a deadline) are read holding only that watch's lock, never the manager's, which
+        requests take; the found servers' watches step under it (their entries change under it)."""
         with self._lock:
-            for m in list(self.mirrors.values()):
-                try:
-                    m.poll()
-                except Exception:
-                    log.debug('a log mirror could not be polled', exc_info=True)
+            mirrors = list(self.mirrors.values())
+            watches = list(self.watches.values())
             self.external.poll()
-            for w in list(self.watches.values()):
+        for m in mirrors:
+            try:
+                m.poll()
+            except Exception:
+                log.debug('a log mirror could not be polled', exc_info=True)
+        for w in watches:
+            with w.lock:
+                if w.closed:
+                    continue
                 try:
                     changed = w.poll()
                 except Exception as exc:  # never let one server stop the watching of others
@@ -275,16 +309,19 @@ class ServerManager(object):
                     self._stopped_elsewhere(w.record)
                 if changed:
                     w.unsaved = True
-                    self._emit(w.record)
-                if w.unsaved:
-                    self._persist(w)
-                if (w.record["state"] in FINAL_STATES and not w.unsaved
-                        and self.watches.get(w.record["name"]) is w):
+            if changed:
+                self._emit(w.record)
+            if w.unsaved:
+                self._persist(w)
+            if w.record["state"] in FINAL_STATES and not w.unsaved:
+                with self._lock:
+                    if self.watches.get(w.record["name"]) is not w:
+                        continue
                     del self.watches[w.record["name"]]
-                    w.close()
                     m = self.mirrors.pop(w.record["name"], None)
-                    if m is not None:
-                        m.close()
+                w.close()
+                if m is not None:
+                    m.close()
 
     def _persist(self, w):
         """Save a watch's record, unless another agent is stopping that server (its record stands then).
@@ -356,7 +393,7 @@ class ServerManager(object):
                 w = watched.get(r["name"])
                 out.append(dict(view(w.record if w is not None else r), stale=w.stale() if w is not None else None))
             out += [dict(view(e.record), stale=e.watch.stale()) for e in self.external.entries.values()]
-        return {"servers": out}
+        return {"servers": out, "ignored": sorted(set(self.store.ignored.values()))}
 
     def _first_answers(self, within_s):
         """Wait up to ``within_s`` for the first health checks now running to answer (they run at once,
@@ -392,12 +429,26 @@ class ServerManager(object):
         return out
 
     def foreign_gpu_users(self, gpus):
+        """{gpu index: [pids]} of the live processes on ``gpus`` that spectui did not start. A pid a GPU still lists
+        after its process ended (a driver frees a dead context a moment later) is not one; nor is a process any
+        record names as a server's leader or member (same pid and start time), whatever that server's state."""
         procs = self._gpu_processes(set(gpus))
         if procs is None:
             return {}
         mine = self._managed_pids()
-        return dict((i, [p for p in pids if p not in mine]) for i, pids in procs.items()
-                    if any(p not in mine for p in pids))
+        for r in self.store.read_all():
+            seen = [(r.get("pid"), r.get("start_ticks"))] + [(m[0], m[1]) for m in r.get("members") or []]
+            for pid, ticks in seen:
+                st = proc_stat(pid) if pid else None
+                if st is not None and st[3] == ticks:
+                    mine.add(pid)
+
+        def foreign(pid):
+            st = proc_stat(pid)
+            return pid not in mine and st is not None and st[0] not in ("Z", "X")
+
+        out = dict((i, [p for p in pids if foreign(p)]) for i, pids in procs.items())
+        return dict((i, pids) for i, pids in out.items() if pids)
 
     def wait_gpu_release(self, pids, gpus, timeout=RELEASE_TIMEOUT_S):
         """Wait until none of ``pids`` holds memory on any GPU; returns (released, seconds, how)."""
@@ -470,22 +521,24 @@ class ServerManager(object):
                                  "stop them, or use --force" % desc)
             try:
                 env = expand_env(params.get("env") or {})
-                argv = expand_argv(argv)
+                expanded = expand_argv(argv)
             except LaunchError as exc:
                 raise AgentError("env", str(exc))
             if self.simulated:
                 env["SPECTUI_STATE_DIR"] = self.state_dir
             log_path = self.store.rotate_log(name)
             try:
-                popen = spawn(argv, env, log_path, cwd=params.get("cwd"))
+                popen = spawn(expanded, env, log_path, cwd=params.get("cwd"))
             except LaunchError as exc:
                 raise AgentError("launch", str(exc))
             st = proc_stat(popen.pid)
-            record = {"members": [[popen.pid, st[3]]] if st else [],
+            # the program as it runs right after its exec (a stop later signals it only while it still runs it); the
+            # command line as the profile gave it: ${VAR} references, never their values, and no secret flag's value
+            record = {"members": [[popen.pid, st[3]]] if st else [], "ident": identity(popen.pid),
                 "name": name, "state": ServerState.STARTING, "pid": popen.pid, "pgid": popen.pid,
                 "start_ticks": st[3] if st else None, "host": host, "port": port, "gpus": gpus,
                 "profile_hash": params.get("profile_hash"), "profile": params.get("profile"),
-                "argv": argv, "env_keys": sorted((params.get("env") or {}).keys()),
+                "argv": redact_argv(argv), "env_keys": sorted((params.get("env") or {}).keys()),
                 "started_at": time.time(), "ready_at": None, "ended_at": None, "progress": None,
                 "reason": None, "log_path": log_path, "unresponsive_after_s": float(
                     params.get("unresponsive_after_s") or 20.0),
@@ -493,10 +546,11 @@ class ServerManager(object):
             with self._lock:  # written and watched at once: the monitor's scan never sees one without the other
                 problem = self._save(record)
                 if problem is not None:  # unrecorded, no later agent could find it: do not leave it running
-                    terminate_group(popen.pid, 5.0, reap=popen.poll)
+                    terminate_group(popen.pid, 5.0, reap=popen.poll, plan=plan_of(group_members(popen.pid)))
                     raise AgentError("disk", "%s was not started: %s" % (name, problem))
                 self.watches[name] = ServerWatch(record, log_path, popen=popen, background=True,
-                                                 on_answer=self._wake.set)
+                                                 on_answer=self._wake.set, api_key=api_key_in(expanded),
+                                                 own_log=True)
         self._emit(record)
         self._ensure_monitor()
         return view(record)
@@ -513,9 +567,13 @@ class ServerManager(object):
         states = params.get("states") or list(SERVING_STATES + FINAL_STATES)
         deadline = time.monotonic() + float(params.get("timeout_s") or READY_TIMEOUT_S)
         while True:
-            with self._lock:  # as a whole step of the monitor left it: a state it changed is marked unsaved too
-                r = self._current(name)
-                r = dict(r) if r is not None else None
+            with self._lock:
+                w = self.watches.get(name)
+            if w is not None:
+                with w.lock:  # as a whole step of the monitor left it: a state it changed is marked unsaved too
+                    r = dict(w.record)
+            else:
+                r = self.store.read(name)
             if r is None:
                 raise AgentError("unknown_server", "no server named %s on this host" % name)
             if r.get("state") in states:
@@ -564,6 +622,7 @@ class ServerManager(object):
             w = self.watches.get(name)
         r = w.record if w is not None else self.store.read(name)
         if r is None:
+            self.store.refuse_ignored(name)
             raise AgentError("unknown_server", "no server named %s on this host" % name)
         verdict, members, why = server_group(r)
         if verdict != OURS and (why is not None or r.get("state") in FINAL_STATES):
@@ -579,6 +638,7 @@ class ServerManager(object):
             self._forget(name, w)
             return out
         pgid = r.get("pgid") or r["pid"]
+        plan = plan_of(members)  # what each process runs now: one that execs into another program is spared
         if verdict == OURS:
             remember_members(r, members)
         pids = set(members)
@@ -588,8 +648,9 @@ class ServerManager(object):
             live = self._measured_by(r)
             if not params.get("stop_benchmark"):
                 self._refuse_if_measured(r, live, switching_to)
-            prior = r.get("state")
-            r["state"] = ServerState.STOPPING
+            with w.lock if w is not None else contextlib.nullcontext():  # never in the middle of a monitor's step
+                prior = r.get("state")
+                r["state"] = ServerState.STOPPING
             problems.append(self._save(r))
         self._emit(r)
         cancelled = self._cancel_runs(name, live, switching_to)
@@ -600,7 +661,8 @@ class ServerManager(object):
                 remember_members(r, now_members)
             return v == OURS
 
-        exit_s, killed, left = terminate_group(pgid, grace, reap=w.reap if w is not None else None, confirm=confirm)
+        exit_s, killed, left, spared = terminate_group(pgid, grace, reap=w.reap if w is not None else None,
+                                                       confirm=confirm, plan=plan)
         if left:
             raise AgentError("stop_failed", "processes %s of %s are still alive after SIGKILL"
                              % (", ".join(map(str, left)), name))
@@ -620,6 +682,8 @@ class ServerManager(object):
             out["record_error"] = problem
         if cancelled:
             out["benchmarks_cancelled"] = cancelled
+        if spared:
+            out["not_signalled"] = "; ".join(spared) + " (it exec'd), so spectui sent it no signal"
         return out
 
     # --- servers spectui did not start --------------------------------------------------------
@@ -640,22 +704,40 @@ class ServerManager(object):
             raise AgentError("confirm_needed", "%s was not started by spectui: ask for its plan (server.plan_stop) "
                              "and confirm the processes it lists" % r["name"])
         try:
-            want = set((int(p), int(t)) for p, t in confirmed)
-        except (TypeError, ValueError):
+            want = set((int(e[0]), int(e[1])) for e in confirmed)
+        except (TypeError, ValueError, IndexError, KeyError):
             raise AgentError("bad_params", "confirmed must be a list of [pid, start_ticks] pairs")
         now = xs.tree(r["pid"])
         have = set(now.items())
+        parts = []
         if have != want:
             new = sorted(have - want)
             gone = sorted(want - have)
-            parts = []
             if new:
                 parts.append("now also pid %s" % ", ".join(str(p) for p, _ in new))
             if gone:
                 parts.append("pid %s no longer as confirmed" % ", ".join(str(p) for p, _ in gone))
+        parts += [why for why in (became_other(p, self._planned.get((p, t))) for p, t in sorted(have & want)) if why]
+        if parts:
             raise AgentError("plan_changed", "the processes of %s changed since the plan (%s); nothing was signalled: "
                              "look at the plan again" % (r["name"], "; ".join(parts)))
         return now
+
+    def _plan(self, members):
+        """Remember what each of ``members`` ({pid: start_ticks}) runs now, as a plan shows it: a stop the operator
+        confirms later signals a process only while it still runs that (an exec keeps its pid and start time)."""
+        for p, t in members.items():
+            self._planned[(p, t)] = identity(p)
+        if len(self._planned) > PLANNED_KEPT:
+            for key in [k for k in self._planned if not alive(k[0])]:
+                del self._planned[key]
+            while len(self._planned) > PLANNED_KEPT:
+                del self._planned[next(iter(self._planned))]
+        return members
+
+    def _with_identity(self, members):
+        """``[(pid, start_ticks, identity)]`` of ``members``: the identity planned for each (else what it runs now)."""
+        return [(p, t, self._planned.get((p, t)) or identity(p)) for p, t in sorted(members.items())]
 
     def plan_stop(self, params):
         """What a stop of server ``name`` would signal (nothing is signalled)."""
@@ -673,7 +755,7 @@ class ServerManager(object):
                     "allowed": verdict == OURS, "why_not": None if verdict == OURS else (
                         why or "%s is not running" % name), "unit": None, "note": None}
         r = self._external(name)
-        members = xs.tree(r["pid"])
+        members = self._plan(xs.tree(r["pid"]))
         follow = r.get("log_follow") or {}
         unit = follow.get("unit") if (r.get("started_by") or {}).get("kind") == "systemd" else None
         note = None
@@ -696,7 +778,8 @@ class ServerManager(object):
                 r["state"] = ServerState.STOPPING
             self._emit(r)
             cancelled = self._cancel_runs(name, live, switching_to)
-            exit_s, killed, left = terminate_processes(sorted(members.items()), grace, never=pt.own_ancestry())
+            exit_s, killed, left, spared = terminate_processes(self._with_identity(members), grace,
+                                                               never=pt.own_ancestry())
             if left:
                 raise AgentError("stop_failed", "processes %s of %s are still alive after SIGKILL"
                                  % (", ".join(map(str, left)), name))
@@ -712,6 +795,8 @@ class ServerManager(object):
         out = view(r)
         if cancelled:
             out["benchmarks_cancelled"] = cancelled
+        if spared:
+            out["not_signalled"] = "; ".join(spared) + " (it exec'd), so spectui sent it no signal"
         return out
 
     def adopt_external(self, params):
@@ -743,7 +828,8 @@ class ServerManager(object):
                 entry = self.external.forget(name)
             rec = dict((k, v) for k, v in r.items() if k not in ("monitor_error",))
             rec.update(name=new_name, origin="adopted", members=sorted([p, t] for p, t in group.items()),
-                       adopted_at=time.time(), unresponsive_after_s=20.0)
+                       adopted_at=time.time(), unresponsive_after_s=20.0, ident=identity(r["pid"]),
+                       argv=redact_argv(r.get("argv") or []))
             if rec["state"] in (ServerState.STOPPING, ServerState.STOPPED):
                 rec["state"] = ServerState.LOADING
             follow = rec.get("log_follow") or {}
@@ -836,7 +922,13 @@ class ServerManager(object):
             stage(ServerState.STOPPED, r["name"], None)
         t = time.monotonic()
         stage(ServerState.STARTING)
-        self.start(params)
+        began = time.time()
+        try:
+            self.start(params)
+        except AgentError as exc:
+            if exc.code in ("gpu_conflict", "port_conflict"):
+                self._refuse_lost(name, port, gpus, began, "was not started")
+            raise
         stage("started", None, time.monotonic() - t)
         t = time.monotonic()
         last_pct = None
@@ -855,12 +947,26 @@ class ServerManager(object):
                 break
             time.sleep(0.1)
         stage(state, r.get("reason"), time.monotonic() - t)
+        if state == ServerState.STOPPED:  # this switch stops nothing after its start: another one did
+            self._refuse_lost(name, port, gpus, began, "was stopped before it was ready", always=True)
         out = {"server": view(r), "stages": stages, "total_s": round(time.monotonic() - t_all, 3)}
         if cancelled:
             out["benchmarks_cancelled"] = cancelled
         if record_errors:
             out["record_errors"] = record_errors
         return out
+
+    def _refuse_lost(self, name, port, gpus, since, what, always=False):
+        """Raise ``switch_lost`` when another switch (or start) took ``port`` or ``gpus`` after ``since``, saying
+        which; with ``always`` even when the server that took them is not known."""
+        took = [r for r in self.store.read_all() if r["name"] != name and r.get("state") in LIVE_STATES
+                and (r.get("started_at") or 0) >= since
+                and (int(r.get("port") or 0) == port or gpus & set(r.get("gpus") or []))]
+        if not took and not always:
+            return
+        winner = " and %s holds %s now" % (took[0]["name"], _holds(took[0], port, gpus)) if took else ""
+        raise AgentError(SWITCH_LOST, "another switch won: %s %s%s; switch to %s again to take them"
+                         % (name, what, winner, name))
 
     def _recorded_holders(self, name, port, gpus):
         """Recorded servers (spectui's own, confirmed by ``server_group``) a switch to ``name`` stops."""
@@ -882,21 +988,15 @@ class ServerManager(object):
             self.adopt()
         stops, refusals = [], []
         for r in self._recorded_holders(name, port, gpus):
-            holds = []
-            if int(r.get("port") or 0) == port:
-                holds.append("port %d" % port)
-            shared = sorted(gpus & set(r.get("gpus") or []))
-            if shared:
-                holds.append("GPU%s %s" % ("s" if len(shared) > 1 else "", xs.gpu_text(shared)))
             v = view(r)
             stops.append({"name": r["name"], "origin": v["origin"], "pid": r.get("pid"), "argv": r.get("argv"),
-                          "user": v["user"], "holds": " and ".join(holds) or "the name %s" % name,
+                          "user": v["user"], "holds": _holds(r, port, gpus) or "the name %s" % name,
                           "processes": sorted([p, t] for p, t in server_group(r)[1].items()),
                           "allowed": True, "why_not": None})
         for r, holds in self._external_holders(port, gpus):
             stops.append({"name": r["name"], "origin": "external", "pid": r["pid"], "argv": r.get("argv"),
                           "user": r.get("user"), "holds": holds,
-                          "processes": sorted([p, t] for p, t in xs.tree(r["pid"]).items()),
+                          "processes": sorted([p, t] for p, t in self._plan(xs.tree(r["pid"])).items()),
                           "allowed": bool(r.get("can_signal")), "why_not": r.get("why_not")})
             if not r.get("can_signal"):
                 refusals.append("%s holds %s and spectui may not stop it: %s" % (r["name"], holds, r.get("why_not")))
@@ -904,11 +1004,15 @@ class ServerManager(object):
 
     # --- logs ------------------------------------------------------------------------------
     def logs(self, params):
-        """The last ``lines`` lines (``offset`` absent), or what was written after ``offset``."""
+        """The last ``lines`` lines (``offset`` absent; at most :data:`~..logs.follow.TAIL_MAX_LINES`, read from the
+        end of the log, at most :data:`~..logs.follow.TAIL_MAX_BYTES`: ``capped`` says so when either cut the
+        answer), or what was written after ``offset`` (at most 1 MiB a call). Only a regular file is read (a FIFO
+        or a device in its place is refused in one sentence); spectui's own log is never read through a link."""
         name = self._name(params)
         rec = self.store.read(name)
+        own = True
         if rec is not None:
-            path = self._log_of(rec)
+            path, own = self._log_of(rec), self._own_log(rec)
         else:
             with self._lock:
                 ext = self.external.get(name)
@@ -920,18 +1024,30 @@ class ServerManager(object):
                 raise AgentError("no_log", "spectui cannot read the log of %s: %s" % (
                     name, (ext.get("log_source") or {}).get("text")))
             path = ext.get("log_path") if ext is not None else self.store.log_path(name)
-        if not path or not os.path.exists(path):
+            own = ext is None
+        if not path:
             raise AgentError("no_log", "there is no log for %s on this host" % name)
-        size = os.path.getsize(path)
-        offset = params.get("offset")
-        with open(path, "rb") as fh:
+        try:
+            fd = open_regular(path, nofollow=own)
+        except NotRegular as exc:
+            raise AgentError("no_log", "spectui cannot read the log of %s: %s" % (name, exc))
+        except FileNotFoundError:
+            raise AgentError("no_log", "there is no log for %s on this host" % name)
+        except OSError as exc:
+            raise AgentError("no_log", "spectui cannot read the log of %s: %s (%s)" % (name, path,
+                                                                                       exc.strerror or exc))
+        with os.fdopen(fd, "rb") as fh:
+            size = os.fstat(fh.fileno()).st_size
+            offset = params.get("offset")
             if offset is None:
-                lines = int(params.get("lines") or 40)
-                start = max(0, size - max(65536, lines * 400))
-                fh.seek(start)
-                data = fh.read()
-                text = data.decode("utf-8", "replace").splitlines()[-lines:] if lines > 0 else []
-                return {"lines": text, "offset": size, "reset": False}
+                want = int(params.get("lines") or 40)
+                text, short = read_tail(fh, size, want)
+                capped = None
+                if short or want > TAIL_MAX_LINES:
+                    capped = ("the last %d lines of the log of %s are all spectui reads at once (at most %d lines and "
+                              "%d MiB); the whole log is %s on the host" % (len(text), name, TAIL_MAX_LINES,
+                                                                           TAIL_MAX_BYTES >> 20, path))
+                return {"lines": text, "offset": size, "reset": False, "capped": capped}
             reset = offset > size
             # whole lines only; one past the cap comes cut, and the offset moves past it
             text, after = read_lines_at(fh, 0 if reset else offset, 1024 * 1024)

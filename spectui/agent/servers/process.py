@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import hashlib
 import os
 import re
 import signal
@@ -84,6 +85,75 @@ def expand_argv(argv, host_env=None):
     return out
 
 
+# The flags of SGLang 0.5.23 whose value is a secret (sglang 0.5.23 wheel,
+# sglang/srt/arg_groups/fields/serving.py:160-167 and the --ssl-keyfile-password of the same file).
+SECRET_FLAGS = ("--api-key", "--admin-api-key", "--ssl-keyfile-password")
+REDACTED = "<redacted>"
+
+
+def redact_argv(argv):
+    """``argv`` with the value of each secret flag masked, unless it is only a ``${VAR}`` reference (which names
+    the secret, never holds it): what a record, a log line or an event may hold of a command line."""
+    out = []
+    for i, word in enumerate(argv):
+        word = str(word)
+        flag, eq, value = word.partition("=")
+        if eq and flag in SECRET_FLAGS and not _VAR.fullmatch(value):
+            word = flag + "=" + REDACTED
+        elif i > 0 and str(argv[i - 1]) in SECRET_FLAGS and not word.startswith("-") and not _VAR.fullmatch(word):
+            word = REDACTED
+        out.append(word)
+    return out
+
+
+def api_key_in(argv):
+    """The value of ``--api-key`` in a server's command line (the last one given, as argparse takes it), or None.
+
+    SGLang checks it on every route but ``/health*``, ``/ready*`` and ``/metrics*`` as ``Authorization: Bearer
+    KEY`` (sglang 0.5.23 wheel, sglang/srt/utils/auth.py:101-106 and :135-151; installed for --api-key by
+    sglang/srt/entrypoints/http_server.py:2887-2898)."""
+    key = None
+    for i, word in enumerate(argv or []):
+        if word == "--api-key" and i + 1 < len(argv):
+            key = argv[i + 1]
+        elif word.startswith("--api-key="):
+            key = word.split("=", 1)[1]
+    return key or None
+
+
+def exe_of(pid):
+    """The executable ``pid`` runs now (``/proc/PID/exe``; "" when it cannot be read), or None when it is gone."""
+    try:
+        target = os.readlink("/proc/%d/exe" % pid)
+    except FileNotFoundError:
+        return None
+    except OSError:
+        return "" if os.path.exists("/proc/%d" % pid) else None
+    return target[:-len(" (deleted)")] if target.endswith(" (deleted)") else target
+
+
+def identity(pid, argv_too=True):
+    """What process ``pid`` runs: a digest of its executable and (with ``argv_too``) its command line, which an exec
+    changes and its pid and start time do not; never the words themselves (a command line may hold a secret).
+    None when it is gone."""
+    exe = exe_of(pid)
+    argv = cmdline(pid) if argv_too else []
+    if exe is None or argv is None:
+        return None
+    h = hashlib.sha256(exe.encode("utf-8", "surrogateescape"))
+    for word in argv:
+        h.update(b"\0" + word.encode("utf-8", "surrogateescape"))
+    return h.hexdigest()[:20]
+
+
+def became_other(pid, ident, argv_too=True):
+    """One sentence when ``pid`` no longer runs what ``ident`` (:func:`identity`) recorded: it exec'd since."""
+    now = identity(pid, argv_too)
+    if ident is None or now is None or now == ident:
+        return None
+    return "pid %d now runs %s, another program than the one spectui planned to signal" % (pid, exe_of(pid) or "?")
+
+
 def spawn(argv, env, log_path, cwd=None):
     """Start ``argv`` detached: its own session and process group, output to ``log_path``."""
     full_env = dict(os.environ)
@@ -91,7 +161,7 @@ def spawn(argv, env, log_path, cwd=None):
     full_env.setdefault("PYTHONUNBUFFERED", "1")
     # 0600: SGLang logs ``server_args=...`` at start, --api-key's value among them (sglang 0.5.23
     # wheel, sglang/srt/entrypoints/engine.py:311; only watermark secrets are redacted there)
-    fd = os.open(log_path, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o600)
+    fd = os.open(log_path, os.O_WRONLY | os.O_CREAT | os.O_APPEND | getattr(os, "O_NOFOLLOW", 0), 0o600)
     os.fchmod(fd, 0o600)
     log = os.fdopen(fd, "ab", buffering=0)
     try:
@@ -116,17 +186,55 @@ def signal_group(pgid, sig):
         return False
 
 
-def terminate_group(pgid, grace_s, reap=None, poll_s=0.05, confirm=None):
-    """SIGTERM the group, wait up to ``grace_s``, then SIGKILL. Returns (seconds, killed, left).
+def plan_of(members):
+    """{pid: (start_ticks, identity)} of ``members`` ({pid: start_ticks}): what a stop planned to signal."""
+    return dict((p, (t, identity(p))) for p, t in members.items())
+
+
+def _changed(pid, ticks, plan):
+    """One sentence when ``pid`` (start time ``ticks``), planned in ``plan``, runs another program now (it exec'd)."""
+    planned = plan.get(pid)
+    if planned is None:
+        return None
+    if planned[0] != ticks:
+        return "pid %d is another process than the one spectui planned to signal" % pid
+    return became_other(pid, planned[1])
+
+
+def terminate_group(pgid, grace_s, reap=None, poll_s=0.05, confirm=None, plan=None):
+    """SIGTERM the group, wait up to ``grace_s``, then SIGKILL. Returns (seconds, killed, left, spared).
 
     ``reap`` is called while waiting (the agent reaps its own children so they don't linger
     as zombies). ``left`` lists processes of the group still alive at the end (should be none).
     ``confirm`` (see :func:`server_group`) is asked again right before each signal: a group whose
-    identity it no longer confirms is not signalled.
+    identity it no longer confirms is not signalled. ``plan`` ({pid: (start_ticks, identity)},
+    :func:`plan_of`): the group when the stop was planned; a process of it that runs another program
+    now (it exec'd, keeping its pid and start time) is never signalled: the group's other processes
+    are then signalled one by one, and ``spared`` holds a sentence for each process spared.
     """
+    plan = plan or {}
+    spared = {}
+
     def send(sig):
-        if confirm is None or confirm():
+        if confirm is not None and not confirm():
+            return
+        members = group_members(pgid)
+        for pid, ticks in members.items():
+            why = spared.get(pid) or _changed(pid, ticks, plan)
+            if why:
+                spared[pid] = why
+        if not spared:
             signal_group(pgid, sig)
+            return
+        for pid, ticks in members.items():
+            if pid not in spared and process_matches(pid, ticks):
+                try:
+                    os.kill(pid, sig)
+                except (ProcessLookupError, PermissionError):
+                    pass
+
+    def left():
+        return [p for p in group_pids(pgid) if p not in spared]
 
     t0 = time.monotonic()
     killed = False
@@ -135,7 +243,7 @@ def terminate_group(pgid, grace_s, reap=None, poll_s=0.05, confirm=None):
     while True:
         if reap:
             reap()
-        if not group_pids(pgid):
+        if not left():
             break
         if time.monotonic() >= deadline:
             if not killed:
@@ -145,7 +253,7 @@ def terminate_group(pgid, grace_s, reap=None, poll_s=0.05, confirm=None):
             else:
                 break
         time.sleep(poll_s)
-    return time.monotonic() - t0, killed, group_pids(pgid)
+    return time.monotonic() - t0, killed, left(), [spared[p] for p in sorted(spared)]
 
 
 # --- whose process group is it --------------------------------------------------------------
@@ -155,7 +263,9 @@ def terminate_group(pgid, grace_s, reap=None, poll_s=0.05, confirm=None):
 # field 22, in clock ticks since boot, fixed at fork): a recorded pid alone may by now belong to
 # any program. So a recorded group is the server's ("ours") when
 #
-# * its leader (the recorded pid) still exists, zombie or not, with the recorded start time; or
+# * its leader (the recorded pid) still exists, zombie or not, with the recorded start time, running the
+#   program spectui started (``ident``: its executable and command line as they were right after the
+#   start; an exec keeps a process's pid and start time and changes both); or
 # * its leader is gone, and a live member of the group, in the recorded session, is one of the
 #   processes (pid and start time) spectui recorded in that group while the leader was confirmed.
 #   POSIX does not reuse a process group id while the group has a member, so one confirmed member
@@ -172,13 +282,14 @@ FOREIGN = "foreign"
 def same_process(record):
     """Whether the recorded leader is alive (not a zombie) and is the process spectui started: the
     same start time (set at fork, unlike the command line, which a just-started child shows as its
-    parent's until it execs) or, in a record without one, the same command line."""
+    parent's until it execs) and, where the record keeps it, the same program (``ident``, see
+    :func:`identity`: an exec changes it); in a record without a start time, the same command line."""
     pid = record.get("pid")
     st = proc_stat(pid) if pid else None
     if st is None or st[0] in ("Z", "X"):
         return False
     if record.get("start_ticks") is not None:
-        return st[3] == record["start_ticks"]
+        return st[3] == record["start_ticks"] and became_other(pid, record.get("ident")) is None
     return cmdline(pid) == record.get("argv")
 
 
@@ -212,7 +323,10 @@ def server_group(record):
         else:  # a record from before start times were kept: the command line must match
             same = cmdline(pid) == record.get("argv")
         if same:
-            return OURS, members, None
+            other = became_other(pid, record.get("ident")) if leader[0] not in ("Z", "X") else None
+            if other is None:
+                return OURS, members, None
+            return FOREIGN, members, ("%s (it exec'd), so spectui sent its process group no signal" % other)
         return FOREIGN, members, ("pid %d now belongs to another program, so spectui sent its process group no "
                                   "signal" % pid)
     seen = set((int(p), int(t)) for p, t in record.get("members") or [])
@@ -278,12 +392,18 @@ def process_matches(pid, start_ticks):
     return st is not None and st[0] not in ("Z", "X") and st[3] == start_ticks
 
 
-def signal_confirmed(procs, sig, never=()):
-    """Send ``sig`` to each ``(pid, start_ticks)`` of ``procs`` that still is that process; never to a pid
-    in ``never`` (the agent and its ancestors). Returns the pids signalled."""
+def signal_confirmed(procs, sig, never=(), spared=None):
+    """Send ``sig`` to each ``(pid, start_ticks, identity)`` of ``procs`` that still is that process, running the same
+    program (an identity of None is not checked); never to a pid in ``never`` (the agent and its ancestors). A process
+    that runs another program now goes into ``spared`` ({pid: sentence}). Returns the pids signalled."""
     sent = []
-    for pid, ticks in procs:
+    for pid, ticks, ident in procs:
         if pid in never or pid <= 1 or not process_matches(pid, ticks):
+            continue
+        other = became_other(pid, ident)
+        if other is not None and spared is not None:
+            spared[pid] = other
+        if other is not None or (spared and pid in spared):
             continue
         try:
             os.kill(pid, sig)
@@ -294,22 +414,24 @@ def signal_confirmed(procs, sig, never=()):
 
 
 def terminate_processes(procs, grace_s, never=(), poll_s=0.05):
-    """SIGTERM ``procs``, wait up to ``grace_s``, then SIGKILL those left. Returns (seconds, killed, left)."""
-    procs = [(int(p), int(t)) for p, t in procs]
+    """SIGTERM ``procs`` (``(pid, start_ticks, identity)``), wait up to ``grace_s``, then SIGKILL those left. A process
+    that runs another program than its identity says is never signalled. Returns (seconds, killed, left, spared)."""
+    procs = [(int(p), int(t), i) for p, t, i in procs]
+    spared = {}
 
     def left():
-        return [p for p, t in procs if process_matches(p, t)]
+        return [p for p, t, _ in procs if p not in spared and process_matches(p, t)]
 
     t0 = time.monotonic()
     killed = False
-    signal_confirmed(procs, signal.SIGTERM, never)
+    signal_confirmed(procs, signal.SIGTERM, never, spared)
     deadline = t0 + grace_s
     while left():
         if time.monotonic() >= deadline:
             if killed:
                 break
             killed = True
-            signal_confirmed(procs, signal.SIGKILL, never)
+            signal_confirmed(procs, signal.SIGKILL, never, spared)
             deadline = time.monotonic() + 10.0
         time.sleep(poll_s)
-    return time.monotonic() - t0, killed, left()
+    return time.monotonic() - t0, killed, left(), [spared[p] for p in sorted(spared)]

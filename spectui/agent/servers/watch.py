@@ -21,7 +21,15 @@ request on an idle server. So health is asked of ``/server_info`` (``/get_server
 old releases), which the tokenizer answers by asking each scheduler for its internal state
 (``http_server.py:863-880``, ``get_internal_state``): it fails when a scheduler is hung,
 yet generates nothing. ``/ready`` (new releases) or ``/model_info`` is tried when neither
-exists.
+exists. A server started with ``--api-key`` answers those only to ``Authorization: Bearer KEY``
+(sglang 0.5.23 wheel, sglang/srt/utils/auth.py:135-151, for every route but ``/health*``,
+``/ready*`` and ``/metrics*``, :101-106): the check sends it, taken from the server's own
+command line as it was started (the key spectui expanded from ``${VAR}``), and never writes it
+anywhere.
+
+A server's log is read only while it is a regular file (``logs.follow.open_regular``): a FIFO or a
+device put in its place is refused, and the record's ``log_source`` says so. Reading what is left
+of the log once the server ended is bounded too (:data:`END_READ_BYTES`, :data:`END_READ_S`).
 """
 
 from __future__ import annotations
@@ -35,7 +43,8 @@ from collections import deque
 from .bounded_http import DeadlinePassed, FetchFailed, fetch_status
 from ..logs.follow import LogFollower
 from ..logs import LogFeeder
-from .process import group_members, proc_stat, remember_members, server_url
+from .proc_table import cmdline
+from .process import api_key_in, group_members, proc_stat, remember_members, server_url
 from ..protocol import FINAL_STATES, SERVING_STATES, ServerState
 
 TAIL_LINES = 40
@@ -48,6 +57,8 @@ HEALTH_TIMEOUT_S = 2.0
 HEALTH_MAX_BYTES = 1 << 20  # a /server_info answer is a few KiB; past this the rest is not read
 MEMBERS_EVERY_S = 2.0
 SETTLE_TAIL_BYTES = 256 * 1024
+END_READ_BYTES = 16 * 1024 * 1024  # what is read of a log once its server ended: the rest is not waited for
+END_READ_S = 1.0
 UNWATCHED_EXIT = "the server exited while no console was watching"
 EXTERNAL_EXIT = "it exited; spectui did not start it"
 
@@ -93,7 +104,9 @@ class HealthCheck(object):
     runs), :meth:`take` hands over its answer once it is in. Without it, :meth:`begin` asks at once.
     """
 
-    def __init__(self, host, port, paths=HEALTH_PATHS, background=False, clock=time.monotonic, on_answer=None):
+    def __init__(self, host, port, paths=HEALTH_PATHS, background=False, clock=time.monotonic, on_answer=None,
+                 headers=None):
+        self.headers = headers  # a callable: the request headers (the server's API key), or None
         self.host = host
         self.port = port
         self.paths = paths
@@ -114,10 +127,12 @@ class HealthCheck(object):
     def __call__(self):
         """One check, here and now: True when the server answered."""
         paths = [self.path] if self.path else self.paths
+        headers = self.headers() if self.headers is not None else None
         for path in paths:
             self.last_path = path
             try:
-                status = fetch_status(server_url(self.host, self.port, path), HEALTH_MAX_BYTES, HEALTH_TIMEOUT_S)
+                status = fetch_status(server_url(self.host, self.port, path), HEALTH_MAX_BYTES, HEALTH_TIMEOUT_S,
+                                      headers=headers)
             except FetchFailed as exc:
                 self.failure, self.hung = str(exc), isinstance(exc, DeadlinePassed)
                 return False
@@ -200,21 +215,29 @@ class ErrorLog(object):
 
 class ServerWatch(object):
     def __init__(self, record, log_path, popen=None, clock=time.monotonic, tail_bytes=None, external=False,
-                 members=None, background=False, on_answer=None):
+                 members=None, background=False, on_answer=None, api_key=None, own_log=False):
         """``external``: a server spectui did not start (found running): ready as soon as it answers (its
         log may be unreadable, or its ready line long past), and its end is ``stopped`` with the reason
         its log names, else :data:`EXTERNAL_EXIT`. ``members``: a callable giving the server's live
         processes ({pid: start_ticks}) when they are not its process group (an external server's tree).
         ``background``: health checks run in a thread of their own (:class:`HealthCheck`), and a poll
         takes the answer of the last one that ended: a poll never waits on the server; ``on_answer`` is
-        called when one ends (the next poll may come at once)."""
+        called when one ends (the next poll may come at once). ``api_key``: the server's ``--api-key`` as it was
+        started (else read from its command line when first needed). ``own_log``: the log is spectui's own file,
+        never followed through a symbolic link."""
         self.record = record
         self.log_path = log_path
         self.popen = popen
         self.clock = clock
         self.external = external
         self.members = members
-        self.follower = LogFollower(log_path or os.devnull, tail_bytes=tail_bytes)
+        self.follower = LogFollower(log_path or os.devnull, tail_bytes=tail_bytes, nofollow=own_log)
+        self.lock = threading.RLock()  # held by a step (poll) and close: a step is whole when others look
+        self.closed = False
+        self._api_key = api_key
+        self._key_looked = api_key is not None
+        self._refused = None  # the sentence saying the log is no regular file, while it is not
+        self._source_before = None
         self.members_at = None
         self.unsaved = False  # changed since last written to the record file (the manager saves it)
         self.feeder = LogFeeder()
@@ -227,7 +250,29 @@ class ServerWatch(object):
         self.exit_status = None
         self.health = HealthCheck(record.get("host"), record["port"],
                                   FOLLOWER_HEALTH_PATHS if follower else HEALTH_PATHS, background=background,
-                                  clock=clock, on_answer=on_answer)
+                                  clock=clock, on_answer=on_answer, headers=self._auth)
+
+    def _auth(self):
+        """The health check's headers: the server's API key as SGLang takes it (see the module docstring)."""
+        if not self._key_looked:
+            self._key_looked = True
+            self._api_key = api_key_in(cmdline(self.record["pid"]) or []) if self.record.get("pid") else None
+        return {"Authorization": "Bearer " + self._api_key} if self._api_key else {}
+
+    def _read_new(self):
+        """The log's new lines; a log path that names no regular file any more (or again) changes the record's
+        ``log_source`` (True then, as the second value)."""
+        lines = self.follower.read_new()
+        refused = self.follower.refused if self.log_path else None
+        if refused == self._refused:
+            return lines, False
+        r = self.record
+        if refused is not None and self._refused is None:
+            self._source_before = r.get("log_source")
+        self._refused = refused
+        r["log_source"] = ({"kind": "file", "readable": False, "text": refused} if refused is not None
+                           else self._source_before)
+        return lines, True
 
     def _absorb(self, records):
         changed = False
@@ -281,7 +326,9 @@ class ServerWatch(object):
         return ticks is None or st[3] == ticks
 
     def close(self):
-        self.follower.close()
+        with self.lock:
+            self.closed = True
+            self.follower.close()
 
     def reap(self):
         if self.popen is not None and self.exit_status is None:
@@ -301,11 +348,14 @@ class ServerWatch(object):
             return remember_members(r, self.members())
         return remember_members(r, group_members(r.get("pgid") or r["pid"]))
 
-    def _read_all(self):
-        while True:
-            lines = self.follower.read_new()
+    def _read_all(self, max_bytes=END_READ_BYTES, max_s=END_READ_S):
+        """The rest of the log, up to ``max_bytes`` and ``max_s`` (a log written faster than it is read ends here)."""
+        end = time.monotonic() + max_s
+        while max_bytes > 0 and time.monotonic() < end:
+            lines, _ = self._read_new()
             if not lines:
                 break
+            max_bytes -= sum(len(line) + 1 for line in lines)
             self.tail.extend(lines)
             self._absorb(self.feeder.feed_lines(lines))
         self._absorb(self.feeder.flush())
@@ -346,10 +396,10 @@ class ServerWatch(object):
 
     def _step(self):
         r = self.record
-        lines = self.follower.read_new()
+        lines, changed = self._read_new()
         for line in lines:
             self.tail.append(line)
-        changed = self._absorb(self.feeder.feed_lines(lines))
+        changed = self._absorb(self.feeder.feed_lines(lines)) or changed
         state = r["state"]
         if state in FINAL_STATES + (ServerState.STOPPING,):
             return changed

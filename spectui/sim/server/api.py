@@ -10,6 +10,7 @@ Shapes follow SGLang 0.5.23 (``sglang/srt/entrypoints/http_server.py`` and
 from __future__ import annotations
 
 import asyncio
+import hmac
 import json
 import os
 import time
@@ -31,6 +32,15 @@ CHAT_REPLY = "<|im_start|>assistant\n"
 def _sse(obj) -> bytes:
     return b"data: " + json.dumps(obj).encode("utf-8") + b"\n\n"
 
+
+
+def _authorized(path: str, authorization: str, key: str) -> bool:
+    """--api-key as SGLang 0.5.23 checks it (sglang/srt/utils/auth.py:101-151): /health*, /ready* and /metrics*
+    are always open; every other route wants ``Authorization: Bearer KEY`` (the scheme in any case)."""
+    if path.startswith(("/health", "/ready", "/metrics")):
+        return True
+    scheme, _, token = authorization.partition(" ")
+    return scheme.lower() == "bearer" and hmac.compare_digest(token, key)
 
 class Api:
     def __init__(self, server: "SimServer"):
@@ -62,9 +72,8 @@ class Api:
         if req.method not in methods:
             return HttpResponse.json({"detail": "Method Not Allowed"}, 405)
         key = self.s.cfg.args.api_key
-        if key and req.path not in ("/health", "/health_generate", "/metrics"):
-            if req.headers.get("authorization", "") != "Bearer " + key:
-                return HttpResponse.json({"error": "Unauthorized"}, 401)
+        if key and not _authorized(req.path, req.headers.get("authorization", ""), key):
+            return HttpResponse.json({"error": "Unauthorized"}, 401)
         return await fn(req)
 
     # -- health --------------------------------------------------------------------------------------
