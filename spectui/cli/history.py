@@ -9,9 +9,13 @@ Markdown pastes into an issue or a pull request; exported JSON imports back unch
 from __future__ import annotations
 
 import argparse
+import os
+import stat
 import sys
 import time
 from pathlib import Path
+
+from spectui.agent.logs.follow import kind_of
 
 from spectui.core.bench.sglang_import import (SGLANG_JSONL, SGLANG_PRINTED, SPECTUI_EXPORT, SglangImportError,
                                               detect_format, parse_sglang_jsonl, result_from_row,
@@ -100,18 +104,41 @@ def cmd_export(args: argparse.Namespace) -> int:
     return 0
 
 
+IMPORT_MAX_BYTES = 16 * 1024 * 1024  # an export of thousands of runs is a few MiB: past this nothing is imported
+
+
+def _import_bytes(name: str) -> bytes:
+    """At most :data:`IMPORT_MAX_BYTES` of FILE (``-``: standard input, which may never end); a FILE that is no
+    regular file (a FIFO, a device, a socket) is refused by name without waiting for it to open."""
+    if name == "-":
+        data = sys.stdin.buffer.read(IMPORT_MAX_BYTES + 1)
+    else:
+        fd = os.open(name, os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_CLOEXEC", 0))
+        with os.fdopen(fd, "rb") as fh:
+            st = os.fstat(fd)
+            if not stat.S_ISREG(st.st_mode):
+                raise SpectuiError(f"cannot import {name}: it is {kind_of(st.st_mode)}, not a file; give a file, or "
+                                   "- to read standard input")
+            if st.st_size > IMPORT_MAX_BYTES:
+                raise SpectuiError(f"cannot import {name}: it is {st.st_size / 2 ** 20:.0f} MiB, more than the "
+                                   f"{IMPORT_MAX_BYTES >> 20} MiB an import reads, so nothing was imported")
+            data = fh.read(IMPORT_MAX_BYTES + 1)
+    if len(data) > IMPORT_MAX_BYTES:
+        raise SpectuiError(f"stopped reading {'standard input' if name == '-' else name} after "
+                           f"{IMPORT_MAX_BYTES >> 20} MiB, the most an import reads, so nothing was imported")
+    return data
+
+
 def _read_import_text(name: str) -> tuple[str, str]:
     """The text to import and the name to call it by (``-``: standard input)."""
-    if name == "-":
-        return sys.stdin.read(), "<stdin>"
-    path = Path(name)
+    source = "<stdin>" if name == "-" else str(Path(name))
     try:
-        return path.read_text(encoding="utf-8"), str(path)
+        return _import_bytes(name).decode("utf-8"), source
     except UnicodeDecodeError:
-        raise SpectuiError(f"{path} is not UTF-8 text; import takes a spectui JSON export, sglang JSONL or "
+        raise SpectuiError(f"{source} is not UTF-8 text; import takes a spectui JSON export, sglang JSONL or "
                            f"pasted sglang.bench_serving output") from None
     except OSError as exc:
-        raise SpectuiError(f"cannot read {path}: {exc.strerror or exc}") from None
+        raise SpectuiError(f"cannot read {source}: {exc.strerror or exc}") from None
 
 
 def cmd_import(args: argparse.Namespace) -> int:

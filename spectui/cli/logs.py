@@ -7,7 +7,10 @@
   again at each restart), per phase min / median / max of accept length and generation
   throughput, time to ready, and the errors.
 
-FILE is a path or ``-`` for stdin; gzip input is recognised by its magic bytes.
+FILE is a path or ``-`` for stdin; gzip input is recognised by its magic bytes. FILE must be a
+regular file: a FIFO, a device (``/dev/zero`` never ends) or a socket is refused by name, without
+waiting for it to open. At most :data:`MAX_INPUT_BYTES` of log text is read (standard input may never
+end), and a line longer than :data:`LINE_CAP` characters is cut there, the rest of it skipped.
 """
 
 from __future__ import annotations
@@ -16,6 +19,8 @@ import argparse
 import gzip
 import io
 import json
+import os
+import stat
 import statistics
 import sys
 import zlib
@@ -23,7 +28,10 @@ from datetime import datetime
 from typing import IO, Any, Dict, Iterable, Iterator, List, Optional
 
 from spectui.agent.logs import LogFeeder, line_time
+from spectui.agent.logs.follow import CUT_MARK, LINE_CAP_BYTES as LINE_CAP, kind_of
 from spectui.core.textsafe import for_stream, visible_text
+
+MAX_INPUT_BYTES = 256 * 1024 * 1024  # of log text (after gzip): past this, reading stops with a sentence
 
 _RANK_KEYS = ("dp_rank", "pp_rank", "attn_cp_rank", "moe_dp_rank", "tp_rank", "ep_rank")
 _HIDDEN = {"kind", "time", "lines", "line_count", "context", "exception"} | set(_RANK_KEYS)
@@ -74,15 +82,59 @@ def _usage(parser: argparse.ArgumentParser) -> int:
 # ---------------------------------------------------------------------------
 
 
+class _Capped(io.RawIOBase):
+    """The bytes of ``source``, ending with :class:`LogInputError` once more than ``cap`` have been read."""
+
+    def __init__(self, source: Any, cap: int, name: str) -> None:
+        super().__init__()
+        self.source, self.cap, self.name, self.seen = source, cap, name, 0
+
+    def readable(self) -> bool:
+        return True
+
+    def readinto(self, buf: Any) -> int:
+        data = self.source.read(len(buf))
+        if not data:
+            return 0
+        self.seen += len(data)
+        if self.seen > self.cap:
+            raise LogInputError("stopped reading %s after %d MiB, the most spectui logs reads; give it a part of the "
+                                "log (tail -c %dM FILE | spectui logs ACTION -)." % (
+                                    self.name, self.cap >> 20, self.cap >> 20))
+        buf[:len(data)] = data
+        return len(data)
+
+    def close(self) -> None:
+        try:
+            if self.name != "standard input":
+                self.source.close()
+        finally:
+            super().close()
+
+
+def _open_regular(path: str) -> Any:
+    """``path`` opened for reading if it is a regular file: opened without waiting (a FIFO with no writer holds a
+    plain open forever), then looked at; anything else is refused by name."""
+    fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_CLOEXEC", 0))
+    mode = os.fstat(fd).st_mode
+    if not stat.S_ISREG(mode):
+        os.close(fd)
+        if stat.S_ISDIR(mode):
+            raise IsADirectoryError(path)
+        raise LogInputError("cannot read %s: it is %s, not a log file; give a file, or - to read standard input."
+                            % (path, kind_of(mode)))
+    return os.fdopen(fd, "rb")
+
+
 def open_log(path: str) -> IO[str]:
     """Open ``path`` (``-``: stdin) as text with universal newlines (so tqdm's ``\\r``
-    updates are lines of their own), un-gzipping when its first bytes say gzip.
-    Closing the result closes the file; do not close it for stdin."""
+    updates are lines of their own), un-gzipping when its first bytes say gzip; at most
+    :data:`MAX_INPUT_BYTES` of text is read. Closing the result closes the file (never stdin)."""
     try:
         if path == "-":
             raw: Any = sys.stdin.buffer
         else:
-            raw = open(path, "rb")
+            raw = _open_regular(path)
     except FileNotFoundError:
         raise LogInputError("cannot read %s: no such file." % path) from None
     except IsADirectoryError:
@@ -100,7 +152,8 @@ def open_log(path: str) -> IO[str]:
         raise LogInputError("cannot read %s: %s." % (path, exc.strerror or exc)) from None
     if head == b"\x1f\x8b":
         stream = _GzipOwningFile(fileobj=stream, mode="rb")
-    return io.TextIOWrapper(stream, encoding="utf-8", errors="replace", newline=None)
+    capped = io.BufferedReader(_Capped(stream, MAX_INPUT_BYTES, "standard input" if path == "-" else path))
+    return io.TextIOWrapper(capped, encoding="utf-8", errors="replace", newline=None)
 
 
 class _GzipOwningFile(gzip.GzipFile):
@@ -118,18 +171,27 @@ class _GzipOwningFile(gzip.GzipFile):
 def read_lines(path: str) -> Iterator[str]:
     """The lines of the log; read errors (a corrupt gzip, ...) become LogInputError."""
     fh = open_log(path)
+    gzipped = isinstance(fh.buffer.raw.source, gzip.GzipFile)
+    cutting = False  # inside a line already cut at LINE_CAP: skip up to its end
     try:
         while True:
             try:
-                line = fh.readline()
+                line = fh.readline(LINE_CAP + 1)
             except (OSError, EOFError, zlib.error) as exc:
-                if isinstance(fh.buffer, gzip.GzipFile):
+                if gzipped:
                     reason = "it is not valid gzip data (corrupt or cut short)"
                 else:
                     reason = (getattr(exc, "strerror", None) or str(exc) or type(exc).__name__).rstrip(".")
                 raise LogInputError("cannot read %s: %s." % (path, reason)) from None
             if not line:
                 return
+            ended = line.endswith("\n")
+            if cutting:
+                cutting = not ended
+                continue
+            if len(line) > LINE_CAP and not ended:
+                cutting = True
+                line = line[:LINE_CAP] + CUT_MARK % (LINE_CAP // 1024) + "\n"
             yield line
     finally:
         if path != "-":
