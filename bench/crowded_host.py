@@ -1,7 +1,8 @@
 """What a crowded host costs the console: the same steps on a quiet machine and beside SGLang servers
 that never answer, as ratios crowded / quiet.
 
-    python3 bench/crowded_host.py [--rounds 3] [--repeats 3] [--silent 8] [--trickling 2] [--only list|console]
+    python3 bench/crowded_host.py [--rounds 3] [--repeats 3] [--cycles 3] [--silent 8] [--trickling 2]
+                                  [--only list|console]
 
 Crowded: ``--silent`` processes that look like SGLang servers to discovery (``python -m
 sglang.launch_server --port P ...``, listening on loopback) but never answer, and ``--trickling`` ones
@@ -11,8 +12,9 @@ measures quiet, then crowded, on a fresh private demo host each time:
 * ``spectui servers list --host local`` and ``spectui servers list --demo``: wall seconds of the
   command, each run ``--repeats`` times;
 * the real console (``spectui demo`` in tmux, read with capture-pane): from launch to the first frame
-  (connected, GPU telemetry and the profiles shown), from pressing ``1`` to kimi-baseline ready, from
-  pressing ``x`` (then ``y`` at its question) to it stopped, and from ``q`` to the console gone.
+  (connected, GPU telemetry and the profiles shown), from pressing ``1`` to kimi-baseline ready and from
+  pressing ``x`` (then ``y`` at its question) to it stopped (``--cycles`` times), and from ``q`` to the
+  console gone.
 
 The figure of each step is the median over rounds and repeats; its anchor is the quiet figure of the
 same run. A step that does not happen within ``--step-timeout`` seconds counts as that long and is
@@ -96,35 +98,40 @@ def wait_screen(tmux: Tmux, cond, limit: float, what: str) -> float:
     raise Missed(what)
 
 
-def measure_console(tmp: Path, limit: float) -> dict:
-    """The console's four steps on a fresh demo host; a missed step and the ones after it count as ``limit``
-    (and are marked ``timed out``)."""
+def measure_console(tmp: Path, limit: float, cycles: int) -> dict:
+    """The console's steps on a fresh demo host, ``{step: [(seconds, note)]}``: the first frame, ``cycles``
+    times a start and a stop of kimi-baseline, and the quit. A missed step counts as ``limit`` (marked
+    ``timed out``), and so does every step after it."""
     tmp.mkdir(parents=True, exist_ok=True)
     state, cmd = demo_command(tmp, "--port-base", str(free_port_base()))
     tmux = Tmux()
-    out = {step: (limit, "timed out") for step in CONSOLE_STEPS}
+    out = {step: [] for step in CONSOLE_STEPS}
     try:
         t0 = time.monotonic()
         tmux.start(cmd)
         wait_screen(tmux, lambda t: "connected" in t and "°C" in t and "kimi-baseline" in t, limit, "the first frame")
-        out["first frame"] = (time.monotonic() - t0, None)
-        tmux.keys("1")
-        out["ready after 1"] = (wait_screen(tmux, lambda t: "● ready" in row(t, "kimi-baseline"), limit,
-                                            "kimi-baseline ready"), None)
-        t0 = time.monotonic()
-        tmux.keys("x")
-        wait_screen(tmux, lambda t: "Stop kimi-baseline?" in t, limit, "the stop question")
-        tmux.keys("y")
-        wait_screen(tmux, lambda t: "○ stopped" in row(t, "kimi-baseline"), limit, "kimi-baseline stopped")
-        out["stopped after x"] = (time.monotonic() - t0, None)
+        out["first frame"].append((time.monotonic() - t0, None))
+        for _ in range(cycles):
+            tmux.keys("1")
+            out["ready after 1"].append((wait_screen(tmux, lambda t: "● ready" in row(t, "kimi-baseline"), limit,
+                                                     "kimi-baseline ready"), None))
+            t0 = time.monotonic()
+            tmux.keys("x")
+            wait_screen(tmux, lambda t: "Stop kimi-baseline?" in t, limit, "the stop question")
+            tmux.keys("y")
+            wait_screen(tmux, lambda t: "○ stopped" in row(t, "kimi-baseline"), limit, "kimi-baseline stopped")
+            out["stopped after x"].append((time.monotonic() - t0, None))
         tmux.keys("q")
-        out["gone after q"] = (wait_screen(tmux, lambda t: tmux.dead(), limit, "the console gone"), None)
+        out["gone after q"].append((wait_screen(tmux, lambda t: tmux.dead(), limit, "the console gone"), None))
     except Missed as exc:
         print(f"{SCRIPT}: {exc} did not happen within {limit:g} s; the screen was:\n{tmux.screen()}",
               file=sys.stderr)
     finally:
         tmux.kill()
         kill_leftovers(state)
+    for step, got in out.items():
+        if not got or (step in ("ready after 1", "stopped after x") and len(got) < cycles):
+            got.append((limit, "timed out"))
     return out
 
 
@@ -140,8 +147,8 @@ def one_run(tmp: Path, args, env: dict, mine: list[int]) -> dict:
             for step, got in measure_lists(tmp / f"list-{i}", env, args.step_timeout).items():
                 out.setdefault(step, []).append(got)
     if args.only in (None, "console"):
-        for step, got in measure_console(tmp / "console", args.step_timeout).items():
-            out.setdefault(step, []).append(got)
+        for step, got in measure_console(tmp / "console", args.step_timeout, args.cycles).items():
+            out.setdefault(step, []).extend(got)
     return out
 
 
@@ -166,6 +173,8 @@ def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--rounds", type=int, default=3, help="quiet-then-crowded rounds (default 3)")
     ap.add_argument("--repeats", type=int, default=3, help="servers list runs per round and host (default 3)")
+    ap.add_argument("--cycles", type=int, default=3, help="starts and stops of kimi-baseline per console run "
+                    "(default 3)")
     ap.add_argument("--silent", type=int, default=8, help="silent servers on the crowded host (default 8)")
     ap.add_argument("--trickling", type=int, default=2, help="trickling servers on the crowded host (default 2)")
     ap.add_argument("--only", choices=("list", "console"), help="measure only these steps")
