@@ -9,9 +9,12 @@ tmux's own, the line printed before the command is still on the screen, and no p
 
 from __future__ import annotations
 
+import json
+import os
 import shlex
 import shutil
 import stat
+import subprocess
 import sys
 import time
 from pathlib import Path
@@ -27,7 +30,7 @@ TMUX = shutil.which("tmux")
 
 def hostile_world(tmp: Path) -> tuple[dict, list[tuple[str, list[str]]]]:
     """The environment and the commands (name, argv): a source tree, a simulated host, a Python, a
-    profile, a settings file and a server log, each carrying the escapes."""
+    profile, a settings file, a server log and an imported benchmark result, each carrying the escapes."""
     root = tmp / "sglang"
     spec = root / "srt" / "speculative"
     spec.mkdir(parents=True)
@@ -47,8 +50,16 @@ def hostile_world(tmp: Path) -> tuple[dict, list[tuple[str, list[str]]]]:
     log = tmp / "server.log"
     log.write_text(f"[2025-12-04 10:05:00 TP0] Scheduler hit an exception: Traceback (most recent call last):\n"
                    f'  File "x.py", line 1, in <module>\ntorch.OutOfMemoryError: CUDA out of memory. {HOSTILE}\n')
+    jsonl = tmp / "bench.jsonl"
+    row = json.loads((Path(__file__).resolve().parents[1] / "bench" / "fixtures" / "sglang_serving.jsonl")
+                     .read_text().splitlines()[0])
+    row["server_info"].update(model_path="moonshotai/" + HOSTILE, version="0.5.23" + TITLE)
+    jsonl.write_text(json.dumps(row) + "\n")
     env = {"SPECTUI_CONFIG_DIR": str(config), "XDG_CACHE_HOME": str(tmp / "cache"),
            "SPECTUI_DATA_DIR": str(tmp / "data"), "TERM": "xterm-256color"}
+    imported = subprocess.run([SPECTUI, "history", "import", str(jsonl)], env={**os.environ, **env},
+                              capture_output=True, text=True, timeout=60)
+    assert imported.returncode == 0, imported.stderr
     source = ["source", "--host", "local", "--sglang-root", str(root)]
     commands = [
         ("source tree", [*source, "tree", "srt/speculative"]),
@@ -62,6 +73,8 @@ def hostile_world(tmp: Path) -> tuple[dict, list[tuple[str, list[str]]]]:
         ("profiles check", ["profiles", "check", str(profile)]),
         ("logs parse", ["logs", "parse", str(log)]),
         ("logs summary", ["logs", "summary", str(log)]),
+        ("history list", ["history", "list"]),
+        ("history show", ["history", "show", "1"]),
     ]
     return env, commands
 
