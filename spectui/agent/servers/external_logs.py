@@ -45,7 +45,8 @@ class MirrorFile(object):
         self._open(truncate=True)
 
     def _open(self, truncate=False):
-        flags = os.O_WRONLY | os.O_CREAT | os.O_APPEND | (os.O_TRUNC if truncate else 0)
+        flags = (os.O_WRONLY | os.O_CREAT | os.O_APPEND | (os.O_TRUNC if truncate else 0) | getattr(os, "O_NOFOLLOW", 0)
+                 | getattr(os, "O_CLOEXEC", 0))  # spectui's own file: never written through a link
         self.fd = os.open(self.path, flags, 0o600)
         self.size = os.fstat(self.fd).st_size
 
