@@ -269,8 +269,8 @@ def test_demo_tells_the_story_live_on_screen(tmp_path, crowded_host):
 @pytest.mark.timeout(300)
 def test_demo_shows_a_server_started_by_hand_as_external_and_a_switch_onto_its_port_stops_it(tmp_path):
     """A simulated server started by hand (its output in a file) on the port and GPUs 0-7 of kimi-baseline (the
-    demo's port base): the screen shows it as external with an accept length; switching to kimi-baseline names
-    it in the confirmation and stops it."""
+    demo's port base): it is listed as external; selected and chosen for the demo traffic (t), the panels show its
+    accept length; switching to kimi-baseline names it in the confirmation and stops it."""
 
     assert SPECTUI and TMUX, "needs the installed spectui and tmux (.ci/run installs tmux)"
     port = free_port_base()  # kimi-baseline's port: the lowest of the shipped profiles' ports
@@ -292,8 +292,17 @@ def test_demo_shows_a_server_started_by_hand_as_external_and_a_switch_onto_its_p
             server = subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=out, stderr=subprocess.STDOUT, env=env,
                                       start_new_session=True)
         name = f"ext-{port}"
-        screen = tmux.wait(lambda t: "connected" in t and "● ready" in row(t, name) and ACCEPT.search(t), 90,
-                           f"{name} ready with an accept length")
+        tmux.wait(lambda t: "connected" in t and "● ready" in row(t, name), 90, f"{name} ready")
+        # the panels stay where the operator put them: a found server is watched once it is selected (F finds it),
+        # and the demo traffic goes to it once the operator chooses it with t
+        tmux.keys("F")
+        tmux.keys(name)
+        tmux.keys("Enter")
+        tmux.keys("Escape")
+        tmux.wait(lambda t: f"Server · {name}" in t, 30, f"{name} watched")
+        tmux.keys("t")
+        screen = tmux.wait(lambda t: f"Server · {name}" in t and ACCEPT.search(t), 90,
+                           f"{name} watched with an accept length")
         assert "external" in row(screen, name) and "EAGLE3" in row(screen, name)
         assert f"Server · {name}" in screen and "spectui did not start it" in screen
         assert 1.0 <= float(ACCEPT.search(screen).group(1)) <= 4.0  # EAGLE3, 3 steps: at most 4 per step
