@@ -18,6 +18,7 @@ from spectui.core.paths import demo_state_dir
 from spectui.core.profiles import load_profiles
 from spectui.core.session import HostTarget
 from spectui.core.settings import TELEMETRY_HZ_MAX, Settings
+from spectui.core.textsafe import shortened_lines
 
 TELEMETRY_HZ_DEFAULT = 1.0
 MAX_DEMO_HOSTS = 8
@@ -219,22 +220,21 @@ def run(args: argparse.Namespace) -> int:
                      traffic=not getattr(args, "no_traffic", False), settings=settings, again=again_commands(args),
                      record=args.record, traffic_scenario=scenario, hosts=hosts)
     app.run()
-    if app.exit_note:
-        print(app.exit_note)
+    if app.exit_note:  # it may quote what the host said: each line cut to a readable length
+        print(shortened_lines(app.exit_note))
     return app.return_code or 0
 
 
 def run_replay(args: argparse.Namespace) -> int:
     from spectui.core.recording import RecordingError, read_recording
     from spectui.core.replay import ReplayLink
-    from spectui.core.textsafe import visible
 
     try:
         recording = read_recording(args.file)
         replay = ReplayLink(recording, speed=args.speed)
         replay.check_playable()
     except RecordingError as exc:
-        print(f"spectui: {visible(str(exc))}.", file=sys.stderr)
+        print(f"spectui: {exc}.", file=sys.stderr)  # shown, not obeyed, on a terminal (spectui.cli.output)
         return 1
     except ValueError as exc:
         print(f"spectui: {exc}.", file=sys.stderr)

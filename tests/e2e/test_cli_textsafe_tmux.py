@@ -56,7 +56,7 @@ def hostile_world(tmp: Path) -> tuple[dict, list[tuple[str, list[str]]]]:
     row["server_info"].update(model_path="moonshotai/" + HOSTILE, version="0.5.23" + TITLE)
     jsonl.write_text(json.dumps(row) + "\n")
     env = {"SPECTUI_CONFIG_DIR": str(config), "XDG_CACHE_HOME": str(tmp / "cache"),
-           "SPECTUI_DATA_DIR": str(tmp / "data"), "TERM": "xterm-256color"}
+           "SPECTUI_DATA_DIR": str(tmp / "data"), "TERM": "xterm-256color", "NOISY_PYTHON": str(python)}
     imported = subprocess.run([SPECTUI, "history", "import", str(jsonl)], env={**os.environ, **env},
                               capture_output=True, text=True, timeout=60)
     assert imported.returncode == 0, imported.stderr
@@ -98,14 +98,17 @@ class Panes(Tmux):
         pane's shell then waits, so that nothing tmux writes on a pane's end moves the screen)."""
         self.run("new-session", "-d", "-s", session, "-x", "160", "-y", "100",
                  f"printf 'BEFORE\\n'; {shell}; printf 'AFTER %s\\n' $?; exec sleep 600")
+        return self.finish_wait(session, timeout)
+
+    def finish_wait(self, session: str, timeout: float = 90) -> str:
         deadline = time.monotonic() + timeout
         screen = ""
         while time.monotonic() < deadline:
             screen = self.run("capture-pane", "-p", "-S", "-", "-t", session)
             if "AFTER" in screen:
-                return self.run("capture-pane", "-p", "-t", session)
+                return self.run("capture-pane", "-p", "-J", "-t", session)  # wrapped lines joined
             time.sleep(0.2)
-        raise AssertionError(f"{shell} did not end within {timeout} s:\n{screen}")
+        raise AssertionError(f"{session} did not end within {timeout} s:\n{screen}")
 
 
 @pytest.mark.timeout(300)
@@ -129,5 +132,19 @@ def test_no_command_lets_host_text_set_the_title_clear_the_screen_or_write_the_c
             assert "␛" in screen, f"{name}: the escapes are not on the screen:\n{screen}"
             assert panes.title(session) == panes.default_title, f"{name}: the title became {panes.title(session)!r}"
             assert not panes.buffers(), f"{name}: wrote the clipboard: {panes.buffers()}"
+
+        # the console: the agent's start failure on its screen, then, after q, the note it leaves behind
+        session = "console"
+        panes.run("new-session", "-d", "-s", session, "-x", "160", "-y", "100",
+                  " ".join(shlex.quote(w) for w in [*words, "connect", "local", "--python", env["NOISY_PYTHON"]])
+                  + "; printf 'AFTER %s\\n' $?; exec sleep 600")
+        deadline = time.monotonic() + 90
+        while "could not start" not in panes.run("capture-pane", "-p", "-t", session) and time.monotonic() < deadline:
+            time.sleep(0.3)
+        panes.run("send-keys", "-t", session, "q")
+        screen = panes.finish_wait(session)
+        assert "could not start" in screen and "␛" in screen and "characters cut" in screen, screen
+        assert panes.title(session) == panes.default_title, f"the console's note set the title {panes.title(session)!r}"
+        assert not panes.buffers(), f"the console's note wrote the clipboard: {panes.buffers()}"
     finally:
         panes.kill()
