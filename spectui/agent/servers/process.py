@@ -132,12 +132,11 @@ def exe_of(pid):
     return target[:-len(" (deleted)")] if target.endswith(" (deleted)") else target
 
 
-def identity(pid, argv_too=True):
-    """What process ``pid`` runs: a digest of its executable and (with ``argv_too``) its command line, which an exec
-    changes and its pid and start time do not; never the words themselves (a command line may hold a secret).
-    None when it is gone."""
+def identity(pid):
+    """What process ``pid`` runs: a digest of its executable and its command line, which an exec changes and its
+    pid and start time do not; never the words themselves (a command line may hold a secret). None when it is gone."""
     exe = exe_of(pid)
-    argv = cmdline(pid) if argv_too else []
+    argv = cmdline(pid)
     if exe is None or argv is None:
         return None
     h = hashlib.sha256(exe.encode("utf-8", "surrogateescape"))
@@ -146,9 +145,9 @@ def identity(pid, argv_too=True):
     return h.hexdigest()[:20]
 
 
-def became_other(pid, ident, argv_too=True):
+def became_other(pid, ident):
     """One sentence when ``pid`` no longer runs what ``ident`` (:func:`identity`) recorded: it exec'd since."""
-    now = identity(pid, argv_too)
+    now = identity(pid)
     if ident is None or now is None or now == ident:
         return None
     return "pid %d now runs %s, another program than the one spectui planned to signal" % (pid, exe_of(pid) or "?")
