@@ -214,6 +214,7 @@ async def churn_soak(args) -> int:
         churn = Churn(crowd, args.churn_every, args.churn_keep)
         target = HostTarget(kind="local", state_dir=str(state))
         link = HostLink(target, gpu_interval_s=1 / HZ, server_interval_s=1 / HZ, history=args.history)
+        link.found_grace_s = args.found_grace
         runner = churner = watcher = None
         steady = start_steady(state, port, Path(tmp) / "steady.log")
         try:
@@ -238,9 +239,11 @@ async def churn_soak(args) -> int:
                                  # holds its connection for its timeout, a leaked one for good
                                  samples=max(10, int(2 * args.churn_every / 0.2)),
                                  # the link keeps a vanished found server this long: its memory fills by then
-                                 fills_s=FOUND_GRACE_S + args.churn_every)
+                                 fills_s=args.found_grace + args.churn_every)
             print(f"churn: {len(churn.started)} found servers appeared, {churn.ended} vanished; the foreign load "
                   f"got {crowd.foreign_stats()['tokens']} tokens")
+            print(f"churn: the link holds {len(link.servers)} servers at the end (it forgets a vanished one after "
+                  f"{args.found_grace:g} s)")
         finally:
             for task in (watcher, churner, runner):
                 if task is not None:
@@ -274,6 +277,9 @@ def main() -> int:
                     "appearing and vanishing (see above)")
     ap.add_argument("--churn-every", type=float, default=3.0, help="with --churn: seconds between two found "
                     "servers appearing (default 3)")
+    ap.add_argument("--found-grace", type=float, default=FOUND_GRACE_S,
+                    help="with --churn: seconds the link keeps a vanished found server (default %g, the console's); "
+                         "the warm-up lasts at least this long" % FOUND_GRACE_S)
     ap.add_argument("--churn-keep", type=int, default=3, help="with --churn: found servers running at once "
                     "(default 3)")
     args = ap.parse_args()
