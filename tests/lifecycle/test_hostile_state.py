@@ -137,6 +137,26 @@ while True:
 '''
 
 
+# A server that answers /server_info and logs SGLang's ready line, then becomes another program on SIGUSR1.
+READY_THEN_EXECS_ON_USR1 = r'''
+import http.server, os, signal, sys
+class Answer(http.server.BaseHTTPRequestHandler):
+    def do_GET(self):
+        self.send_response(200)
+        self.send_header("Content-Length", "2")
+        self.end_headers()
+        self.wfile.write(b"{}")
+    def log_message(self, *args):
+        pass
+httpd = http.server.HTTPServer(("127.0.0.1", int(sys.argv[1])), Answer)
+def become_sleep(*_):
+    os.execv("/bin/sleep", ["sleep", "10000"])
+signal.signal(signal.SIGUSR1, become_sleep)
+print("The server is fired up and ready to roll!", flush=True)
+httpd.serve_forever()
+'''
+
+
 def exe_of(pid):
     try:
         return os.readlink(f"/proc/{pid}/exe")
@@ -158,15 +178,19 @@ async def test_a_server_that_became_another_program_is_not_signalled(state_dir, 
     from spectui.core.session import HostTarget, open_session
 
     script = tmp_path / "execs.py"
-    script.write_text(EXECS_ON_USR1)
+    script.write_text(READY_THEN_EXECS_ON_USR1)
+    port = free_port()
     s = await open_session(HostTarget(kind="local", state_dir=str(state_dir), gpu_source="none"))
     pid = None
     try:
-        started = await s.client.call("server.start", {"name": "own", "argv": [sys.executable, str(script)],
-                                                       "host": "127.0.0.1", "port": free_port(), "gpus": []},
-                                      timeout=60)
+        # started through a wrapper that execs the server (as a pyenv shim or `env` does): what serves at its
+        # first ready is the program spectui started; becoming another program after that is not
+        started = await s.client.call("server.start", {"name": "own", "argv": ["sh", "-c", 'sleep 0.5; exec "$0" "$@"',
+                                                                               sys.executable, str(script), str(port)],
+                                                       "host": "127.0.0.1", "port": port, "gpus": []}, timeout=60)
         pid = started["pid"]
-        assert wait_for(lambda: "waiting" in (state_dir / "servers" / "own.log").read_text())
+        ready = await s.client.call("server.wait", {"name": "own", "timeout_s": 60}, timeout=90)
+        assert ready["state"] == "ready", ready
         os.kill(pid, signal.SIGUSR1)
         assert wait_for(lambda: (exe_of(pid) or "").endswith("sleep"))
         stopped = await s.client.call("server.stop", {"name": "own", "grace_s": 2}, timeout=60)
@@ -225,3 +249,35 @@ async def test_an_external_process_that_execs_after_the_plan_is_not_signalled(st
         except ProcessLookupError:
             pass
         proc.wait(10)
+
+
+async def test_a_server_started_through_a_wrapper_that_execs_is_stopped(state_dir, tmp_path):
+    """A launch through programs that exec the next one (a pyenv shim, ``env``, ``sh -c 'exec ...'``) ends in the
+    program that serves: spectui's stop signals it and it is gone, never left running as if it were another's."""
+    from spectui.core.session import HostTarget, open_session
+
+    script = tmp_path / "serves.py"
+    script.write_text(READY_THEN_EXECS_ON_USR1)
+    port = free_port()
+    s = await open_session(HostTarget(kind="local", state_dir=str(state_dir), gpu_source="none"))
+    pid = None
+    try:
+        started = await s.client.call("server.start", {"name": "own", "argv": ["sh", "-c", 'sleep 0.5; exec "$0" "$@"',
+                                                                               sys.executable, str(script), str(port)],
+                                                       "host": "127.0.0.1", "port": port, "gpus": []}, timeout=60)
+        pid = started["pid"]
+        ready = await s.client.call("server.wait", {"name": "own", "timeout_s": 60}, timeout=90)
+        assert ready["state"] == "ready", ready
+        assert (exe_of(pid) or "").startswith(os.path.dirname(os.path.realpath(sys.executable)))
+        stopped = await s.client.call("server.stop", {"name": "own", "grace_s": 2}, timeout=60)
+        assert stopped["state"] == "stopped" and not stopped.get("not_signalled"), stopped
+        assert wait_for(lambda: not pid_alive(pid), 10), "the server spectui started and stopped still runs"
+        listed = await s.client.call("servers.list", {}, timeout=30)
+        assert [v["name"] for v in listed["servers"] if v.get("pid") == pid and v["state"] != "stopped"] == []
+    finally:
+        await s.close()
+        if pid is not None:
+            try:
+                os.killpg(pid, signal.SIGKILL)
+            except ProcessLookupError:
+                pass

@@ -44,7 +44,7 @@ from .bounded_http import DeadlinePassed, FetchFailed, fetch_status
 from ..logs.follow import LogFollower
 from ..logs import LogFeeder
 from .proc_table import cmdline
-from .process import api_key_in, group_members, proc_stat, remember_members, server_url
+from .process import api_key_in, group_members, identity, proc_stat, remember_members, server_url
 from ..protocol import FINAL_STATES, SERVING_STATES, ServerState
 
 TAIL_LINES = 40
@@ -239,6 +239,7 @@ class ServerWatch(object):
         self._refused = None  # the sentence saying the log is no regular file, while it is not
         self._source_before = None
         self.members_at = None
+        self.ident_settled = False  # the leader's identity is final (it was ready once): see _settle_identity
         self.unsaved = False  # changed since last written to the record file (the manager saves it)
         self.feeder = LogFeeder()
         self.tail = deque(maxlen=TAIL_LINES)
@@ -346,7 +347,26 @@ class ServerWatch(object):
         r = self.record
         if self.members is not None:
             return remember_members(r, self.members())
-        return remember_members(r, group_members(r.get("pgid") or r["pid"]))
+        changed = self._settle_identity()
+        return remember_members(r, group_members(r.get("pgid") or r["pid"])) or changed
+
+    def _settle_identity(self):
+        """Until the server is first ready, follow what its leader runs (``ident``): a launch often goes through
+        programs that exec the next one (a pyenv or conda shim, ``env``, ``numactl``, ``sh -c 'exec ...'``), and
+        the program that serves is the one at the end. From its first ready on, the identity stays as it was: a
+        leader that becomes another program after that is not signalled (``process.became_other``)."""
+        r = self.record
+        if self.external or self.ident_settled or r.get("ident") is None:
+            return False
+        if r["state"] == ServerState.READY:
+            self.ident_settled = True
+        elif r["state"] not in (ServerState.STARTING, ServerState.LOADING):
+            return False
+        now = identity(r["pid"])
+        if now is None or now == r["ident"]:
+            return False
+        r["ident"] = now
+        return True
 
     def _read_all(self, max_bytes=END_READ_BYTES, max_s=END_READ_S):
         """The rest of the log, up to ``max_bytes`` and ``max_s`` (a log written faster than it is read ends here)."""
