@@ -44,7 +44,8 @@ from .foreign import read_load
 from .runner import FINAL, read_json, write_json
 from ..bootstrap import spawn_detached
 from ..protocol import AgentError, Method, ServerState
-from ..servers.process import connect_host, proc_stat
+from ..servers.proc_table import cmdline
+from ..servers.process import api_key_in, connect_host, proc_stat
 from ..servers.records import FileLock
 
 RUN_ID_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,80}$")
@@ -310,7 +311,8 @@ class BenchHost(object):
                    "profile_hash": rec.get("profile_hash"), "python": argv[0] if argv else None,
                    "model": _flag(argv, "--model-path") or _flag(argv, "--model") or rec.get("model"),
                    "origin": rec.get("origin")}
-            key = _flag(argv, "--api-key")
+            # the key the server got: its command line now (a record keeps ${VAR} or a masked value, never the key)
+            key = api_key_in(cmdline(rec["pid"]) or []) if rec.get("pid") else None
             if key:
                 out["api_key"] = key
         elif params.get("port"):

@@ -24,7 +24,8 @@ from . import figures as lf
 from .bounded_http import FetchFailed, HttpStatus, fetch
 from ..logs.follow import LogStream
 from .metrics import MetricsUnavailable, MetricsWindow, histogram_mean, parse_metrics, quantile_bound
-from .process import server_url
+from .proc_table import cmdline
+from .process import api_key_in, server_url
 from .releases import FORMULA_INCL_BONUS, FORMULAS, accept_rate_formula, old_formula_width, rate_from_length
 from ..protocol import OWN_ORIGINS, SERVING_STATES, AgentError, Method, ServerState, telemetry_interval
 
@@ -35,8 +36,8 @@ SERVER_INFO_MAX_BYTES = 1 << 20
 SERVER_INFO_EVERY_S = 5.0
 
 
-def _get(url, max_bytes):
-    return fetch(url, max_bytes, HTTP_DEADLINE_S)
+def _get(url, max_bytes, headers=None):
+    return fetch(url, max_bytes, HTTP_DEADLINE_S, headers=headers)
 
 
 NO_SPECULATION = {"algorithm": None, "num_steps": None, "topk": None, "draft_tokens": None}
@@ -97,6 +98,7 @@ class ServerTelemetry(object):
         self.clock = clock
         self.window = MetricsWindow(span_s=lf.HISTORY_S)
         self.log = LogStream(record["log_path"], tail_bytes=0) if record.get("log_path") else None
+        self.pid = record.get("pid")
         self.info = None
         self.info_at = None
         self.info_path = None
@@ -111,6 +113,12 @@ class ServerTelemetry(object):
         self.sources = {}
 
     # --- sources -------------------------------------------------------------------------
+    def _auth(self):
+        """``(headers,)`` that carry the server's ``--api-key``, read from its command line now (SGLang asks for it
+        on /server_info but not on /metrics: see ``process.api_key_in``), or ``()`` for a server without one."""
+        key = api_key_in(cmdline(self.pid) or []) if self.pid else None
+        return ({"Authorization": "Bearer " + key},) if key else ()
+
     def _server_info(self):
         now = self.clock()
         if self.info_at is not None and now - self.info_at < SERVER_INFO_EVERY_S:
@@ -119,7 +127,7 @@ class ServerTelemetry(object):
         paths = [self.info_path] if self.info_path else ["/server_info", "/get_server_info"]
         for path in paths:
             try:
-                self.info = json.loads(_get(self.base + path, SERVER_INFO_MAX_BYTES).decode("utf-8"))
+                self.info = json.loads(_get(self.base + path, SERVER_INFO_MAX_BYTES, *self._auth()).decode("utf-8"))
                 self.info_path = path
                 self.sources["server_info"] = "ok"
                 return self.info
