@@ -17,12 +17,12 @@ from pathlib import Path
 
 from spectui.agent.logs.follow import kind_of
 
-from spectui.core.bench.sglang_import import (SGLANG_JSONL, SGLANG_PRINTED, SPECTUI_EXPORT, SglangImportError,
-                                              detect_format, parse_sglang_jsonl, result_from_row,
+from spectui.core.bench.sglang_import import (IMPORT_LIMIT_BYTES, SGLANG_JSONL, SGLANG_PRINTED, SPECTUI_EXPORT,
+                                              SglangImportError, detect_format, parse_sglang_jsonl, result_from_row,
                                               results_from_printed)
 from spectui.core.bench.table import render_comparison, render_run_detail, to_json
 from spectui.core.errors import SpectuiError
-from spectui.core.history import EXPORT_FORMATS, HistoryStore, default_path
+from spectui.core.history import EXPORT_FORMATS, HistoryStore, ImportOutcome, default_path
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -104,7 +104,7 @@ def cmd_export(args: argparse.Namespace) -> int:
     return 0
 
 
-IMPORT_MAX_BYTES = 16 * 1024 * 1024  # an export of thousands of runs is a few MiB: past this nothing is imported
+IMPORT_MAX_BYTES = IMPORT_LIMIT_BYTES  # an export of thousands of runs is a few MiB: past this nothing is imported
 
 
 def _import_bytes(name: str) -> bytes:
@@ -147,26 +147,26 @@ def cmd_import(args: argparse.Namespace) -> int:
     store = HistoryStore()
     skipped: list[str] = []
     if kind == SPECTUI_EXPORT:
-        ids = store.import_json(text, source)
+        outcome = ImportOutcome(store.import_json(text, source), [])
         what = "a spectui JSON export"
     elif kind == SGLANG_JSONL:
         rows = parse_sglang_jsonl(text, source)
-        ids = store.import_results([result_from_row(row, host=args.host, profile=args.profile, source=source, n=i)
-                                    for i, row in enumerate(rows, 1)])
+        outcome = store.import_runs([result_from_row(row, host=args.host, profile=args.profile, source=source, n=i)
+                                     for i, row in enumerate(rows, 1)])
         what = f"{len(rows)} sglang.benchmark.serving JSONL line{'' if len(rows) == 1 else 's'}"
     elif kind == SGLANG_PRINTED:
         results, skipped = results_from_printed(text, source=source, host=args.host, profile=args.profile)
         if not results:
             raise SglangImportError(f"{source}: no printed sglang.bench_serving result imported: "
                                     + "; ".join(skipped))
-        ids = store.import_results(results)
+        outcome = store.import_runs(results)
         what = f"{len(results)} {SGLANG_PRINTED} block{'' if len(results) == 1 else 's'}"
     else:
         raise SglangImportError(f"{source} holds no spectui JSON export, no sglang.benchmark.serving JSONL line and "
                                 f"no '==== Serving Benchmark Result ====' block, so nothing was imported")
     for reason in skipped:
         print(f"spectui: skipped {reason}", file=sys.stderr)
-    print(f"imported {len(ids)} entr{'y' if len(ids) == 1 else 'ies'} from {what} in {source}: {', '.join(ids)}")
+    print(outcome.sentence(what, source))
     return 0
 
 

@@ -93,6 +93,8 @@ def test_the_same_block_under_another_profile_is_not_relabelled(env, capsys):
     assert main(["history", "import", str(EAGLE), "--profile", "eagle-b", "--host", "other"]) == 0
     (again,) = HistoryStore().runs()
     assert (again["id"], again["profile"], again["host"]) == (first["id"], "eagle-a", "imported")
+    out = capsys.readouterr().out
+    assert f"already in the history as run {first['id']} (left as it was)" in out, out
 
 
 def test_an_import_says_which_runs_were_already_in_the_history(env):

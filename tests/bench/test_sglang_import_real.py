@@ -156,7 +156,7 @@ def test_cli_imports_every_block_of_a_file_and_says_what_it_read(env, capsys):
 def test_cli_reads_stdin_and_reports_skipped_blocks(env, capsys, monkeypatch):
     text = ((REAL / "pr-9588-sglang-0.5-eagle-accept-length.txt").read_text(encoding="utf-8")
             + "\n" + (REAL / "vllm-pr-51742-not-sglang.txt").read_text(encoding="utf-8"))
-    monkeypatch.setattr("sys.stdin", io.StringIO(text))
+    monkeypatch.setattr("sys.stdin", io.TextIOWrapper(io.BytesIO(text.encode("utf-8"))))  # a real stdin has .buffer
     assert main(["history", "import", "-"]) == 0
     captured = capsys.readouterr()
     assert captured.out.startswith("imported 1 entry from 1 printed sglang.bench_serving result block in <stdin>: ")
