@@ -28,12 +28,14 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import concurrent.futures
 import dataclasses
 import os
 import signal
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 import urllib.request
 from pathlib import Path
@@ -204,7 +206,17 @@ def start_steady(state: Path, port: int, log: Path) -> subprocess.Popen:
                                 stderr=subprocess.STDOUT, env=env, cwd=str(ROOT), start_new_session=True)
 
 
+async def warm_executor(workers: int = 4) -> None:
+    """Start every thread of the loop's default executor now: it starts one whenever none is idle, up to its
+    most, so a later moment of two blocking calls at once would read as a new thread of the console's."""
+    loop = asyncio.get_running_loop()
+    loop.set_default_executor(concurrent.futures.ThreadPoolExecutor(max_workers=workers))
+    barrier = threading.Barrier(workers)
+    await asyncio.gather(*(asyncio.to_thread(barrier.wait) for _ in range(workers)))
+
+
 async def churn_soak(args) -> int:
+    await warm_executor()
     with tempfile.TemporaryDirectory(prefix="spectui-soak-", ignore_cleanup_errors=True) as tmp:
         print(f"soak: the host's state in {tmp}", flush=True)
         state = Path(tmp) / "state"

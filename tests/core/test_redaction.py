@@ -130,9 +130,11 @@ def test_servers_list_json_shows_no_key_of_a_running_server(tmp_path, monkeypatc
         (server,) = json.loads(out)["servers"]
         assert SECRET not in out
         assert server["argv"][server["argv"].index("--api-key") + 1] == "<redacted>"
-        # the host's own record still has the real key: the server was started with it
+        # the server was started with the real key, and the host's record does not keep it
         record = json.loads((state / "servers" / "guarded.json").read_text())
-        assert SECRET in record["argv"]
+        assert SECRET not in json.dumps(record)
+        with open(f"/proc/{record['pid']}/cmdline", "rb") as fh:
+            assert SECRET in fh.read().decode().split("\0")
     finally:
         for f in (state / "servers").glob("*.json"):
             try:

@@ -229,7 +229,7 @@ class BenchHost(object):
     def _still_ready(self, server):
         """Under the start lock: a named server that a stop began on meanwhile is not benchmarked."""
         name = server.get("name")
-        rec = self.agent.servers.store.read(name) if name else None
+        rec = self.agent.servers.current(name) if name else None
         if rec is not None and rec.get("state") != ServerState.READY:
             raise AgentError("not_ready", "server %s is %s, not ready: start it first" % (name, rec.get("state")))
 

@@ -509,15 +509,14 @@ class Runner(object):
         finally:
             self._beating = False
             self._out.close()
+        # the summary is written before the status says the run ended: a reader that sees the end finds it whole
+        end = {}
         if self.status["state"] not in FINAL:
-            if self.stop.is_set():
-                self.set_status(state="interrupted", reason=self.stop_reason)
-            else:
-                self.set_status(state="done")
-        summary["state"] = self.status["state"]
-        summary["reason"] = self.status["reason"]
+            end = {"state": "interrupted", "reason": self.stop_reason} if self.stop.is_set() else {"state": "done"}
+        summary["state"] = end.get("state", self.status["state"])
+        summary["reason"] = end.get("reason", self.status["reason"])
         write_json(self.path("summary.json"), summary)
-        self.set_status(ended_at=time.time(), foreign_load=summary.get("foreign_load"))
+        self.set_status(ended_at=time.time(), foreign_load=summary.get("foreign_load"), **end)
         return 0 if self.status["state"] == "done" else 1
 
     def load_prompts(self, summary):

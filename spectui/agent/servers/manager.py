@@ -364,6 +364,13 @@ class ServerManager(object):
         w = self.watches.get(name)
         return w.record if w is not None else self.store.read(name)
 
+    def current(self, name):
+        """A copy of server ``name``'s record as this agent knows it now (its watch's, ahead of the record file,
+        which the monitor saves at a later tick), or None."""
+        with self._lock:
+            r = self._current(name)
+            return dict(r) if r is not None else None
+
     def list(self, params=None):
         """Every server, as last known, at once: the records, this agent's watches and the external servers
         its monitor found. Nothing here waits on a server; ``stale`` says, per entry, why its state may be out
