@@ -397,20 +397,18 @@ class _Stream:
             pending: list[bytes] = []
             pending_len = 0
             lineno = 0
-            count = 0
             for out in self._chunks(f):
                 parts = out.split(b"\n")
                 for part in parts[:-1]:
                     lineno += 1
+                    if lineno > MAX_EVENTS + 1:  # empty lines count: the writer writes none, and a bomb of them is slow
+                        raise self._refuse(f"it holds more than {MAX_EVENTS} lines (events), the most a recording "
+                                           "holds")
                     line = b"".join((*pending, part)) if pending else part
                     pending, pending_len = [], 0
                     if len(line) > MAX_LINE_BYTES:
                         raise self._line_too_long(lineno)
                     if line:
-                        count += 1
-                        if count > MAX_EVENTS + 1:
-                            raise self._refuse(f"it holds more than {MAX_EVENTS} events, the most a recording "
-                                               "holds")
                         yield lineno, line
                 if parts[-1]:
                     pending.append(parts[-1])

@@ -177,6 +177,16 @@ def test_too_many_events_and_too_long_a_line_are_refused(tmp_path):
     assert "line 3" in text and "longer than" in text
 
 
+def test_a_bomb_of_empty_lines_is_refused_at_the_line_limit_not_read_to_its_end(tmp_path, monkeypatch):
+    """Empty lines are lines too: a gzip of newlines under the size limit is refused once it passes the most lines
+    a recording holds, not read line by line to its end (300 MB of them took 43 s)."""
+    monkeypatch.setattr(recording, "MAX_EVENTS", 1000)
+    empty = tmp_path / "empty.spectui.gz"
+    bomb(empty, 200_000, b"\n")
+    text = refusal(empty)
+    assert "more than 1000 lines" in text, text
+
+
 def test_a_fifo_is_refused_without_blocking(tmp_path):
     fifo = tmp_path / "pipe.spectui.gz"
     os.mkfifo(fifo)
