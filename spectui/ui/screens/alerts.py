@@ -42,14 +42,14 @@ def alert_lines(active: list[dict], history: list[dict], text=lambda a: str(a.ge
     now = time.time() if now is None else now
     lines = [f"Firing now: {len(active)}" if active else "Firing now: none"]
     for a in active:
-        lines.append(f"  since {clock(a.get('since'))}{_lasted(a, now)}  {a.get('rule')}  {one_line(text(a))}")
+        lines.append(f"  since {clock(a.get('since'))}{_lasted(a, now)}  {one_line(str(a.get('rule')))}  {one_line(text(a))}")
     lines += ["", f"Changes: {len(history)}" if history else "Changes: none yet"]
     for c in reversed(history):
         if c.get("kind") == "fired":
             said = c.get("first_message") or c.get("message", "")
-            lines.append(f"  {clock(c.get('at'))}  fired    {c.get('rule')}  {one_line(text({**c, 'message': said}))}")
+            lines.append(f"  {clock(c.get('at'))}  fired    {one_line(str(c.get('rule')))}  {one_line(text({**c, 'message': said}))}")
         else:
-            lines.append(f"  {clock(c.get('at'))}  ended    {c.get('rule')}  {one_line(text(c))}")
+            lines.append(f"  {clock(c.get('at'))}  ended    {one_line(str(c.get('rule')))}  {one_line(text(c))}")
             lines.append(f"            {one_line(str(c.get('reason') or 'its condition ended'))}; it fired at "
                          f"{clock(c.get('fired_at'))}{_lasted(c, c.get('ended_at') or c.get('at'))}{_range(c)}")
     return lines
