@@ -61,10 +61,16 @@ def test_servers_start_progress_names_only_the_server_it_starts(profiles_dir, st
         code, out, err = run(capsys, "servers", "start", "alpha", *demo)
         assert code == 0, err
         assert "alpha: ready in" in out
-        code, listed_out, _ = run(capsys, "servers", "list", *demo, "--json")
+        # found on this host (a listing answers from what its agent has found so far: ask until it has)
+        deadline = time.monotonic() + 30
+        while True:
+            code, listed_out, _ = run(capsys, "servers", "list", *demo, "--json")
+            listed = {s["name"] for s in json.loads(listed_out)["servers"]}
+            if "ext-%d" % crowd.ports[0] in listed or time.monotonic() > deadline:
+                break
+            time.sleep(0.5)
         stop_code, _, _ = run(capsys, "servers", "stop", "alpha", *demo)
-    listed = {s["name"] for s in json.loads(listed_out)["servers"]}
-    assert "ext-%d" % crowd.ports[0] in listed  # found on this host, so its events did reach the command
+    assert "ext-%d" % crowd.ports[0] in listed, listed
     progress = [line for line in err.splitlines() if line.startswith("[")]
     assert progress and all("] alpha:" in line for line in progress), err
     assert stop_code == 0

@@ -1,5 +1,6 @@
 """Demo traffic, and what quitting does to the servers on the demo and on a real host."""
 
+import asyncio
 import sys
 
 from spectui.core.profiles import load_profiles
@@ -25,8 +26,14 @@ async def test_demo_traffic_moves_the_panels_and_t_toggles_it(ui_env):
             return s is not None and any(v and v > 0 for v in s.gen_throughput.values())
 
         await wait_for(pilot, moving, 30, "throughput from the demo traffic")
-        status = await app.link.session.client.call("traffic.status")
-        assert status["running"] and status["server"] == "beta" and status["requests"] > 0
+        # the server decodes before the first request ends: the traffic counts requests once they have ended
+        deadline = asyncio.get_running_loop().time() + 30
+        while True:
+            status = await app.link.session.client.call("traffic.status")
+            if status["requests"] > 0 or asyncio.get_running_loop().time() > deadline:
+                break
+            await pilot.pause(0.5)
+        assert status["running"] and status["server"] == "beta" and status["requests"] > 0, status
         await wait_for(pilot, lambda: "accept length 1" in panel_text(app, "spec") or
                        "accept length 2" in panel_text(app, "spec") or "accept length 3" in panel_text(app, "spec"),
                        20, "an accept length on screen")

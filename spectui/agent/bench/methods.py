@@ -43,7 +43,7 @@ from .datasets import DatasetFileError, load_file_prompts
 from .foreign import read_load
 from .runner import FINAL, read_json, write_json
 from ..bootstrap import spawn_detached
-from ..protocol import AgentError, Method, ServerState
+from ..protocol import OWN_ORIGINS, AgentError, Method, ServerState
 from ..servers.proc_table import cmdline
 from ..servers.process import api_key_in, connect_host, proc_stat
 from ..servers.records import FileLock
@@ -229,7 +229,7 @@ class BenchHost(object):
     def _still_ready(self, server):
         """Under the start lock: a named server that a stop began on meanwhile is not benchmarked."""
         name = server.get("name")
-        rec = self.agent.servers.current(name) if name else None
+        rec = self.agent.servers.caught_up(name) if name else None
         if rec is not None and rec.get("state") != ServerState.READY:
             raise AgentError("not_ready", "server %s is %s, not ready: start it first" % (name, rec.get("state")))
 
@@ -303,6 +303,8 @@ class BenchHost(object):
                     rec = r
             if rec is None:
                 raise AgentError("unknown_server", "no server named %s on this host" % name)
+            if rec.get("state") != ServerState.READY and rec.get("origin") in OWN_ORIGINS:
+                rec = dict(rec, **(self.agent.servers.caught_up(name) or {}))
             if rec.get("state") != ServerState.READY:
                 raise AgentError("not_ready", "server %s is %s, not ready: start it first" % (name, rec.get("state")))
             argv = rec.get("argv") or []

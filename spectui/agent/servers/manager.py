@@ -62,6 +62,8 @@ log = logging.getLogger(__name__)
 SERVER_BENCHMARKED = "server_benchmarked"
 SWITCH_LOST = "switch_lost"  # another switch took the GPUs or port while this one ran
 RELEASE_TIMEOUT_S = 60.0
+LIST_CATCH_UP_S = 1.0  # how long a listing waits for this agent to confirm a ready state another agent saved
+CATCH_UP_S = 10.0  # how long a request waits for this agent to confirm a ready state another agent saved
 READY_TIMEOUT_S = 1800.0
 SCAN_EVERY_S = 1.0
 MONITOR_TICK_S = 0.25  # the monitor's look at every watch; sooner when a health check has answered
@@ -371,6 +373,23 @@ class ServerManager(object):
             r = self._current(name)
             return dict(r) if r is not None else None
 
+    def caught_up(self, name, within_s=CATCH_UP_S):
+        """:meth:`current`, once this agent's watch has seen what the record file says when that is ``ready``: the
+        file is written by the agent that saw it (another console, a command that has quit), and this agent's watch
+        of the same process confirms it with a health check of its own, a moment later. Waits at most ``within_s``;
+        anything else comes back at once."""
+        end = time.monotonic() + within_s
+        while True:
+            r = self.current(name)
+            if r is None or r.get("state") == ServerState.READY or time.monotonic() >= end:
+                return r
+            stored = self.store.read(name)
+            if (stored is None or stored.get("state") != ServerState.READY or stored.get("pid") != r.get("pid")
+                    or r.get("state") in FINAL_STATES):
+                return r
+            self._wake.set()
+            time.sleep(0.1)
+
     def list(self, params=None):
         """Every server, as last known, at once: the records, this agent's watches and the external servers
         its monitor found. Nothing here waits on a server; ``stale`` says, per entry, why its state may be out
@@ -393,6 +412,7 @@ class ServerManager(object):
         if first:
             self._first_answers(FIRST_LOOK_S)
         records = self.store.read_all()
+        self._catch_up(records, LIST_CATCH_UP_S)
         with self._lock:
             watched = dict((w.record["name"], w) for w in self.watches.values())
             out = []
@@ -401,6 +421,19 @@ class ServerManager(object):
                 out.append(dict(view(w.record if w is not None else r), stale=w.stale() if w is not None else None))
             out += [dict(view(e.record), stale=e.watch.stale()) for e in self.external.entries.values()]
         return {"servers": out, "ignored": sorted(set(self.store.ignored.values()))}
+
+    def _catch_up(self, records, within_s):
+        """Give this agent's watches up to ``within_s`` to confirm the ``ready`` that another agent saved in a record
+        (the same process), so that a listing right after another console's switch shows what that one saw."""
+        def lagging():
+            with self._lock:
+                return [r["name"] for r in records if r.get("state") == ServerState.READY
+                        and r["name"] in self.watches and self.watches[r["name"]].record.get("pid") == r.get("pid")
+                        and self.watches[r["name"]].record.get("state") in (ServerState.STARTING, ServerState.LOADING)]
+        end = time.monotonic() + within_s
+        while lagging() and time.monotonic() < end:
+            self._wake.set()
+            time.sleep(0.05)
 
     def _first_answers(self, within_s):
         """Wait up to ``within_s`` for the first health checks now running to answer (they run at once,
