@@ -174,23 +174,28 @@ def wait_for(pred, timeout=30.0):
     return pred()
 
 
+async def ready_through_wrapper(s, script, port) -> int:
+    """Start ``script`` as server "own" through a wrapper that execs it (as a pyenv shim or ``env`` does) and wait
+    until it is ready; its pid."""
+    started = await s.client.call("server.start", {"name": "own", "argv": ["sh", "-c", 'sleep 0.5; exec "$0" "$@"',
+                                                                           sys.executable, str(script), str(port)],
+                                                   "host": "127.0.0.1", "port": port, "gpus": []}, timeout=60)
+    ready = await s.client.call("server.wait", {"name": "own", "timeout_s": 60}, timeout=90)
+    assert ready["state"] == "ready", ready
+    return started["pid"]
+
+
 async def test_a_server_that_became_another_program_is_not_signalled(state_dir, tmp_path):
     from spectui.core.session import HostTarget, open_session
 
-    script = tmp_path / "execs.py"
+    script, port = tmp_path / "serves.py", free_port()
     script.write_text(READY_THEN_EXECS_ON_USR1)
-    port = free_port()
     s = await open_session(HostTarget(kind="local", state_dir=str(state_dir), gpu_source="none"))
     pid = None
     try:
         # started through a wrapper that execs the server (as a pyenv shim or `env` does): what serves at its
         # first ready is the program spectui started; becoming another program after that is not
-        started = await s.client.call("server.start", {"name": "own", "argv": ["sh", "-c", 'sleep 0.5; exec "$0" "$@"',
-                                                                               sys.executable, str(script), str(port)],
-                                                       "host": "127.0.0.1", "port": port, "gpus": []}, timeout=60)
-        pid = started["pid"]
-        ready = await s.client.call("server.wait", {"name": "own", "timeout_s": 60}, timeout=90)
-        assert ready["state"] == "ready", ready
+        pid = await ready_through_wrapper(s, script, port)
         os.kill(pid, signal.SIGUSR1)
         assert wait_for(lambda: (exe_of(pid) or "").endswith("sleep"))
         stopped = await s.client.call("server.stop", {"name": "own", "grace_s": 2}, timeout=60)
@@ -256,18 +261,12 @@ async def test_a_server_started_through_a_wrapper_that_execs_is_stopped(state_di
     program that serves: spectui's stop signals it and it is gone, never left running as if it were another's."""
     from spectui.core.session import HostTarget, open_session
 
-    script = tmp_path / "serves.py"
+    script, port = tmp_path / "serves.py", free_port()
     script.write_text(READY_THEN_EXECS_ON_USR1)
-    port = free_port()
     s = await open_session(HostTarget(kind="local", state_dir=str(state_dir), gpu_source="none"))
     pid = None
     try:
-        started = await s.client.call("server.start", {"name": "own", "argv": ["sh", "-c", 'sleep 0.5; exec "$0" "$@"',
-                                                                               sys.executable, str(script), str(port)],
-                                                       "host": "127.0.0.1", "port": port, "gpus": []}, timeout=60)
-        pid = started["pid"]
-        ready = await s.client.call("server.wait", {"name": "own", "timeout_s": 60}, timeout=90)
-        assert ready["state"] == "ready", ready
+        pid = await ready_through_wrapper(s, script, port)
         assert (exe_of(pid) or "").startswith(os.path.dirname(os.path.realpath(sys.executable)))
         stopped = await s.client.call("server.stop", {"name": "own", "grace_s": 2}, timeout=60)
         assert stopped["state"] == "stopped" and not stopped.get("not_signalled"), stopped
