@@ -374,21 +374,13 @@ class ServerManager(object):
             return dict(r) if r is not None else None
 
     def caught_up(self, name, within_s=CATCH_UP_S):
-        """:meth:`current`, once this agent's watch has seen what the record file says when that is ``ready``: the
-        file is written by the agent that saw it (another console, a command that has quit), and this agent's watch
-        of the same process confirms it with a health check of its own, a moment later. Waits at most ``within_s``;
-        anything else comes back at once."""
-        end = time.monotonic() + within_s
-        while True:
-            r = self.current(name)
-            if r is None or r.get("state") == ServerState.READY or time.monotonic() >= end:
-                return r
-            stored = self.store.read(name)
-            if (stored is None or stored.get("state") != ServerState.READY or stored.get("pid") != r.get("pid")
-                    or r.get("state") in FINAL_STATES):
-                return r
-            self._wake.set()
-            time.sleep(0.1)
+        """:meth:`current`, once this agent's watch has confirmed the ``ready`` that the record file says (written
+        by the agent that saw it: another console, a command that has quit); waits at most ``within_s``
+        (:meth:`_catch_up`), and not at all when the file says anything else."""
+        stored = self.store.read(name)
+        if stored is not None:
+            self._catch_up([stored], within_s)
+        return self.current(name)
 
     def list(self, params=None):
         """Every server, as last known, at once: the records, this agent's watches and the external servers
