@@ -10,7 +10,8 @@ traffic (one request at a time), and runs for ``--seconds``. RSS, threads and op
 descriptors of the agent and of this process (the console's side) are read after the warm-up
 and at the end, each as the least of ten readings over two seconds (a connection that lives for
 one poll is not a leak; a leaked one is in every reading; with ``--churn``, readings over two churn
-periods). The warm-up lasts at least until the console's history rings are full
+periods, and the agent's connections and threads checking the servers alive at each reading, its health
+checks in flight, counted apart: one left to a server that is gone counts). The warm-up lasts at least until the console's history rings are full
 (``--history`` frames at 10 Hz) and the agent's metrics window is (60 s of snapshots), since
 filling them is growth by design. Floor: after the warm-up, RSS grows
 by at most 2 MB in each process, threads and file descriptors not at all.
@@ -68,8 +69,27 @@ STEADY_ARGS = ["--model-path", "meta-llama/Llama-3.1-8B-Instruct", "--tp-size", 
 
 
 
-def usage(pid: int) -> dict:
-    """RSS (kB), threads and open file descriptors of process ``pid``, from /proc."""
+def _socket_peers(pid: int) -> dict:
+    """{socket inode: remote port} of the TCP connections in ``pid``'s network namespace."""
+    peers = {}
+    for table in ("tcp", "tcp6"):
+        try:
+            with open(f"/proc/{pid}/net/{table}") as fh:
+                next(fh, None)
+                for row in fh:
+                    cols = row.split()
+                    if len(cols) > 9:
+                        peers[cols[9]] = int(cols[2].rsplit(":", 1)[1], 16)
+        except OSError:
+            pass
+    return peers
+
+
+def usage(pid: int, live_ports=None) -> dict:
+    """RSS (kB), threads and open file descriptors of process ``pid``, from /proc. ``live_ports`` (a callable):
+    the ports of servers alive now, whose health checks are in flight by design; a connection to one of them, and a
+    thread checking or watching one (named ``health-<port>``, ``tel-ext-<port>``), are counted apart (``checks``, ``check_threads``), not among the fds
+    and threads. A connection or thread left to a server that is gone still counts."""
     out = {}
     with open(f"/proc/{pid}/status") as fh:
         for line in fh:
@@ -78,41 +98,68 @@ def usage(pid: int) -> dict:
                 out["rss_kb"] = int(value.split()[0])
             elif key == "Threads":
                 out["threads"] = int(value)
-    out["fds"] = len(os.listdir(f"/proc/{pid}/fd"))
+    fds = os.listdir(f"/proc/{pid}/fd")
+    out["fds"], out["checks"], out["check_threads"] = len(fds), 0, 0
+    if live_ports is not None:
+        ports, peers = set(live_ports()), _socket_peers(pid)
+        # a health check's thread (agent/servers/watch.py), a watched found server's telemetry (telemetry.py)
+        names = set(n % p for p in ports for n in ("health-%d", "tel-ext-%d"))
+        tasks = os.listdir(f"/proc/{pid}/task")
+        for tid in tasks:
+            try:
+                with open(f"/proc/{pid}/task/{tid}/comm") as fh:
+                    out["check_threads"] += fh.read().strip() in names
+            except OSError:
+                pass
+        out["threads"] = len(tasks) - out["check_threads"]  # of one listing (Threads: was read a moment before)
+        for fd in fds:
+            try:
+                target = os.readlink(f"/proc/{pid}/fd/{fd}")
+            except OSError:
+                continue
+            if target.startswith("socket:[") and peers.get(target[8:-1]) in ports:
+                out["checks"] += 1
+        out["fds"] -= out["checks"]
     return out
 
 
-async def settled_usage(pid: int, samples: int = 10, every_s: float = 0.2) -> dict:
+async def settled_usage(pid: int, samples: int = 10, every_s: float = 0.2, live_ports=None) -> dict:
     """The least of each figure over ``samples`` readings: a connection or thread that lives for
     one poll is not counted, while anything leaked is there in every reading."""
     readings = []
     for _ in range(samples):
-        readings.append(usage(pid))
+        readings.append(usage(pid, live_ports))
         await asyncio.sleep(every_s)
     return {key: min(r[key] for r in readings) for key in readings[0]}
 
 
 def line(label: str, u: dict) -> str:
-    return f"  {label:<22} RSS {u['rss_kb'] / 1024:8.1f} MB   threads {u['threads']:3d}   fds {u['fds']:4d}"
+    checks = (f"   (+{u['check_threads']} threads, {u['checks']} fds checking or watching live servers)"
+              if u.get("checks") or u.get("check_threads") else "")
+    return (f"  {label:<22} RSS {u['rss_kb'] / 1024:8.1f} MB   threads {u['threads']:3d}   fds {u['fds']:4d}"
+            + checks)
 
 
 
 
 
-async def measure(args, link: HostLink, serving: str, what: str, samples: int = 10, fills_s: float = 0.0) -> int:
+async def measure(args, link: HostLink, serving: str, what: str, samples: int = 10, fills_s: float = 0.0,
+                  live_ports=None) -> int:
     """Warm up (at least ``fills_s``, besides the history and the agent's window), then read both processes'
-    usage at the start and the end of ``--seconds`` (each the least of ``samples`` readings 0.2 s apart);
-    print and judge."""
+    usage at the start and the end of ``--seconds`` (each the least of ``samples`` readings 0.2 s apart; the
+    agent's connections to ``live_ports()`` apart, see :func:`usage`); print and judge."""
     await wait_for(lambda: serving in link.series, 60, "the first server frame", SCRIPT)
     agent_pid = int(link.session.hello["pid"])
     me = os.getpid()
     warmup = max(args.warmup, args.history / HZ, AGENT_WINDOW_S, fills_s) + 5
     await asyncio.sleep(warmup)
     version0 = link.version
-    start = {"agent": await settled_usage(agent_pid, samples), "console": await settled_usage(me, samples)}
+    start = {"agent": await settled_usage(agent_pid, samples, live_ports=live_ports),
+             "console": await settled_usage(me, samples)}
     t0 = time.monotonic()
     await asyncio.sleep(args.seconds)
-    end = {"agent": await settled_usage(agent_pid, samples), "console": await settled_usage(me, samples)}
+    end = {"agent": await settled_usage(agent_pid, samples, live_ports=live_ports),
+           "console": await settled_usage(me, samples)}
     events = link.version - version0
     took = time.monotonic() - t0
     print(f"soak: {took:.0f} s after a {warmup:.0f} s warm-up; GPU and server frames at {HZ:g} Hz, "
@@ -251,7 +298,10 @@ async def churn_soak(args) -> int:
                                  # holds its connection for its timeout, a leaked one for good
                                  samples=max(10, int(2 * args.churn_every / 0.2)),
                                  # the link keeps a vanished found server this long: its memory fills by then
-                                 fills_s=args.found_grace + args.churn_every)
+                                 fills_s=args.found_grace + args.churn_every,
+                                 # a health check of a stand-in that trickles or never answers is open until its
+                                 # deadline, and the next one begins: how many depends on the churn's phase
+                                 live_ports=lambda: [p for ports in crowd.ports.values() for p in ports] + [port])
             print(f"churn: {len(churn.started)} found servers appeared, {churn.ended} vanished; the foreign load "
                   f"got {crowd.foreign_stats()['tokens']} tokens")
             print(f"churn: the link holds {len(link.servers)} servers at the end (it forgets a vanished one after "

@@ -343,3 +343,48 @@ def test_records_of_servers_long_ended_are_pruned(state_dir, profiles_dir, bysta
     names = [s["name"] for s in json.loads(out)["servers"]]
     assert "recent" in names and old["name"] not in names
     assert not (state_dir / "servers" / "old.json").exists() and not (state_dir / "servers" / "old.log").exists()
+
+
+def test_a_switch_that_loses_names_the_winner_before_the_winner_is_recorded(state_dir):
+    """Agent B's switch to ``quick`` stops agent A's loading ``slow``; A's switch sees ``slow`` stopped before B has
+    written ``quick``'s record (B stops first, then starts). A still says which switch won: the stop says so."""
+    import threading
+
+    from spectui.agent.protocol import AgentError
+    from spectui.agent.servers.manager import ServerManager
+
+    a = ServerManager(str(state_dir), _Channel(), lambda: _NoGpus())
+    b = None
+    port = free_port()
+    outcome = {}
+
+    def switch():
+        try:
+            outcome["reply"] = a.switch({"name": "slow", "argv": [sys.executable, "-c", _SLOW_TO_STOP],
+                                         "host": "127.0.0.1", "port": port, "gpus": [0], "timeout_s": 60})
+        except AgentError as exc:
+            outcome["error"] = exc
+    t = threading.Thread(target=switch)
+    t.start()
+    try:
+        deadline = time.monotonic() + 20
+        while (a.current("slow") or {}).get("state") != "loading":
+            assert time.monotonic() < deadline, a.current("slow")
+            time.sleep(0.05)
+        b = ServerManager(str(state_dir), _Channel(), lambda: _NoGpus())
+        assert b.stop({"name": "slow", "grace_s": 0.5}, switching_to="quick")["state"] == "stopped"
+        t.join(30)
+        assert not t.is_alive()
+        exc = outcome.get("error")
+        assert exc is not None and exc.code == "switch_lost", outcome
+        assert "another switch won" in str(exc) and "quick" in str(exc), str(exc)
+    finally:
+        t.join(30)
+        a.close()
+        if b is not None:
+            b.close()
+        for f in (state_dir / "servers").glob("*.json"):
+            try:
+                os.killpg(json.loads(f.read_text())["pgid"], signal.SIGKILL)
+            except (ProcessLookupError, KeyError, TypeError, ValueError):
+                pass

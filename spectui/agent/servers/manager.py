@@ -43,6 +43,7 @@ from .process import (
     expand_env,
     group_members,
     identity,
+    identity_after_exec,
     plan_of,
     port_in_use,
     proc_stat,
@@ -348,8 +349,9 @@ class ServerManager(object):
             record.update(state=ServerState.STOPPED, reason=stored.get("reason"),
                           ended_at=stored.get("ended_at") or time.time())
             record.pop("log_tail", None)
-            if stored.get("stop"):
-                record["stop"] = stored["stop"]
+            for key in ("stop", "stopped_for"):
+                if stored.get(key):
+                    record[key] = stored[key]
 
     def serving(self):
         """{name: record} of the servers this agent watches (copies, safe to read)."""
@@ -566,7 +568,7 @@ class ServerManager(object):
             st = proc_stat(popen.pid)
             # the program as it runs right after its exec (a stop later signals it only while it still runs it); the
             # command line as the profile gave it: ${VAR} references, never their values, and no secret flag's value
-            record = {"members": [[popen.pid, st[3]]] if st else [], "ident": identity(popen.pid),
+            record = {"members": [[popen.pid, st[3]]] if st else [], "ident": identity_after_exec(popen.pid),
                 "name": name, "state": ServerState.STARTING, "pid": popen.pid, "pgid": popen.pid,
                 "start_ticks": st[3] if st else None, "host": host, "port": port, "gpus": gpus,
                 "profile_hash": params.get("profile_hash"), "profile": params.get("profile"),
@@ -683,6 +685,8 @@ class ServerManager(object):
             with w.lock if w is not None else contextlib.nullcontext():  # never in the middle of a monitor's step
                 prior = r.get("state")
                 r["state"] = ServerState.STOPPING
+                if switching_to:  # a switch it loses reads here which one took its place
+                    r["stopped_for"] = switching_to
             problems.append(self._save(r))
         self._emit(r)
         cancelled = self._cancel_runs(name, live, switching_to)
@@ -980,7 +984,8 @@ class ServerManager(object):
             time.sleep(0.1)
         stage(state, r.get("reason"), time.monotonic() - t)
         if state == ServerState.STOPPED:  # this switch stops nothing after its start: another one did
-            self._refuse_lost(name, port, gpus, began, "was stopped before it was ready", always=True)
+            self._refuse_lost(name, port, gpus, began, "was stopped before it was ready", always=True,
+                              stopped_for=r.get("stopped_for"))
         out = {"server": view(r), "stages": stages, "total_s": round(time.monotonic() - t_all, 3)}
         if cancelled:
             out["benchmarks_cancelled"] = cancelled
@@ -988,15 +993,21 @@ class ServerManager(object):
             out["record_errors"] = record_errors
         return out
 
-    def _refuse_lost(self, name, port, gpus, since, what, always=False):
+    def _refuse_lost(self, name, port, gpus, since, what, always=False, stopped_for=None):
         """Raise ``switch_lost`` when another switch (or start) took ``port`` or ``gpus`` after ``since``, saying
-        which; with ``always`` even when the server that took them is not known."""
+        which; with ``always`` even when the server that took them is not recorded yet (``stopped_for``: the switch
+        that stopped this one's server, as its record says)."""
         took = [r for r in self.store.read_all() if r["name"] != name and r.get("state") in LIVE_STATES
                 and (r.get("started_at") or 0) >= since
                 and (int(r.get("port") or 0) == port or gpus & set(r.get("gpus") or []))]
         if not took and not always:
             return
-        winner = " and %s holds %s now" % (took[0]["name"], _holds(took[0], port, gpus)) if took else ""
+        if took:
+            winner = " and %s holds %s now" % (took[0]["name"], _holds(took[0], port, gpus))
+        elif stopped_for and stopped_for != name:
+            winner = " by a switch to %s" % stopped_for
+        else:
+            winner = ""
         raise AgentError(SWITCH_LOST, "another switch won: %s %s%s; switch to %s again to take them"
                          % (name, what, winner, name))
 

@@ -134,15 +134,30 @@ def exe_of(pid):
 
 def identity(pid):
     """What process ``pid`` runs: a digest of its executable and its command line, which an exec changes and its
-    pid and start time do not; never the words themselves (a command line may hold a secret). None when it is gone."""
+    pid and start time do not; never the words themselves (a command line may hold a secret). None when it is gone,
+    or shows no command line: a zombie, or a process in the middle of its exec (the kernel has closed the exec'ing
+    program's close-on-exec files, so ``subprocess.Popen`` has returned, before the new program's arguments are
+    set up), whose identity cannot be told yet."""
     exe = exe_of(pid)
     argv = cmdline(pid)
-    if exe is None or argv is None:
+    if exe is None or not argv:
         return None
     h = hashlib.sha256(exe.encode("utf-8", "surrogateescape"))
     for word in argv:
         h.update(b"\0" + word.encode("utf-8", "surrogateescape"))
     return h.hexdigest()[:20]
+
+
+def identity_after_exec(pid, wait_s=2.0):
+    """:func:`identity` of a process just started, once its exec has finished (None if it has not within
+    ``wait_s``, or it is gone)."""
+    deadline = time.monotonic() + wait_s
+    while True:
+        ident = identity(pid)
+        st = proc_stat(pid)
+        if ident is not None or st is None or st[0] in ("Z", "X") or time.monotonic() >= deadline:
+            return ident
+        time.sleep(0.005)
 
 
 def became_other(pid, ident):

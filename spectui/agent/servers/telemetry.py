@@ -23,6 +23,7 @@ import time
 from . import figures as lf
 from .bounded_http import FetchFailed, HttpStatus, fetch
 from ..logs.follow import LogStream
+from ..threads import name_this_thread
 from .metrics import MetricsUnavailable, MetricsWindow, histogram_mean, parse_metrics, quantile_bound
 from .proc_table import cmdline
 from .process import api_key_in, server_url
@@ -321,6 +322,7 @@ class ServerPoller(object):
         self._thread.start()
 
     def _run(self):
+        name_this_thread("tel-%s" % self.tracker.name)
         try:
             next_at = time.monotonic()
             while not self._stop.is_set():

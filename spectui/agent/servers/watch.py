@@ -46,6 +46,7 @@ from ..logs import LogFeeder
 from .proc_table import cmdline
 from .process import api_key_in, group_members, identity, proc_stat, remember_members, server_url
 from ..protocol import FINAL_STATES, SERVING_STATES, ServerState
+from ..threads import name_this_thread
 
 TAIL_LINES = 40
 ERRORS_FIRST = 8  # the first errors a server logs: the root cause is among them
@@ -166,6 +167,8 @@ class HealthCheck(object):
         t.start()
 
     def _run(self):
+        if self.background:
+            name_this_thread("health-%s" % self.port)
         try:
             ok = self()
         except Exception as exc:  # one sentence, never a dead check
@@ -356,14 +359,14 @@ class ServerWatch(object):
         the program that serves is the one at the end. From its first ready on, the identity stays as it was: a
         leader that becomes another program after that is not signalled (``process.became_other``)."""
         r = self.record
-        if self.external or self.ident_settled or r.get("ident") is None:
+        if self.external or self.ident_settled:
             return False
         if r["state"] == ServerState.READY:
             self.ident_settled = True
         elif r["state"] not in (ServerState.STARTING, ServerState.LOADING):
             return False
         now = identity(r["pid"])
-        if now is None or now == r["ident"]:
+        if now is None or now == r.get("ident"):
             return False
         r["ident"] = now
         return True
