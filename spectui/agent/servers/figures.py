@@ -168,12 +168,12 @@ def per_stream(now, short_ws, long_ws, agg, running, holder):
     fig = None
     for ws in (short_ws, long_ws):
         itl = ws.itl if ws is not None else None
-        if itl is not None and itl.count >= STREAM_MIN_TOKENS and itl.sum > 0:
+        if itl is not None and (itl.count or 0) >= STREAM_MIN_TOKENS and (itl.sum or 0) > 0:
             fig = figure(itl.count / itl.sum, "itl-histogram", ws.elapsed_s, 0.0, tokens=int(itl.count))
             break
     for ws in (short_ws, long_ws) if fig is None else ():
         tpot = getattr(ws, "tpot", None) if ws is not None else None
-        if tpot is not None and tpot.count >= STREAM_MIN_TOKENS and tpot.sum > 0:
+        if tpot is not None and (tpot.count or 0) >= STREAM_MIN_TOKENS and (tpot.sum or 0) > 0:
             # mean of the requests' mean seconds per token: its inverse is one stream's speed
             fig = figure(tpot.count / tpot.sum, "tpot-histogram", ws.elapsed_s, 0.0, observations=int(tpot.count))
             break

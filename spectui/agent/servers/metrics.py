@@ -13,7 +13,9 @@ prefix, each folded over its label sets:
   sample name, which keeps ``_total`` where the parser strips it from the family name):
   the sum over all label sets (``is_streaming``, ``priority``, ranks, ...);
 * histograms (``time_to_first_token_seconds``, ...): bucket counts, ``_count`` and
-  ``_sum`` summed per bucket bound over all label sets;
+  ``_sum`` summed per bucket bound over all label sets. A label set without its ``_count``
+  line counts its ``+Inf`` bucket (the same number in a complete text); one without its
+  ``_sum`` line leaves the histogram's sum unknown (``None``), and so its mean;
 * gauges: a gauge is per scheduler, and summing e.g. ``token_usage`` over TP ranks
   would be wrong. Rule: within each DP group (``dp_rank`` label; all one group when
   absent) take the lowest-ranked series (smallest ``tp_rank``, ``pp_rank``, ... --
@@ -157,11 +159,14 @@ def prometheus_client_missing() -> Optional[str]:
 
 
 class Histogram:
-    """Cumulative bucket counts ``[(upper bound, count), ...]`` ascending, ``+Inf`` last."""
+    """Cumulative bucket counts ``[(upper bound, count), ...]`` ascending, ``+Inf`` last.
+
+    ``count`` is ``None`` only where the text had neither ``_count`` nor a ``+Inf`` bucket;
+    ``sum`` is ``None`` where a ``_sum`` line was missing."""
 
     __slots__ = ("buckets", "count", "sum")
 
-    def __init__(self, buckets: List[Tuple[float, float]], count: float, sum: float) -> None:
+    def __init__(self, buckets: List[Tuple[float, float]], count: Optional[float], sum: Optional[float]) -> None:
         self.buckets = buckets
         self.count = count
         self.sum = sum
@@ -275,7 +280,8 @@ class _Reading(object):
     def __init__(self) -> None:
         self.gauge_series: Dict[str, List[Tuple[Dict[str, str], float]]] = {}
         self.counters: Dict[str, float] = {}
-        self.hist_parts: Dict[str, Dict[str, Any]] = {}
+        # histogram -> label set (without ``le``) -> {"buckets": {le: count}, "count": .., "sum": ..}
+        self.hist_parts: Dict[str, Dict[Tuple[Tuple[str, str], ...], Dict[str, Any]]] = {}
 
     def gauge(self, base: str, labels: Dict[str, str], value: float) -> None:
         if not math.isnan(value):
@@ -289,13 +295,31 @@ class _Reading(object):
             self.counters[mkey] = self.counters.get(mkey, 0.0) + value
 
     def histogram(self, base: str, part: str, labels: Dict[str, str], value: float) -> None:
-        parts = self.hist_parts.setdefault(base, {"buckets": {}, "count": 0.0, "sum": 0.0})
+        series = tuple(sorted((k, v) for k, v in labels.items() if k != "le"))
+        parts = self.hist_parts.setdefault(base, {}).setdefault(series, {"buckets": {}, "count": None, "sum": None})
         if part == "bucket":
             le = float(labels.get("le", "nan"))
             if not math.isnan(le):
                 parts["buckets"][le] = parts["buckets"].get(le, 0.0) + value
         else:
-            parts[part] += value
+            parts[part] = (parts[part] or 0.0) + value
+
+    def histograms(self) -> Dict[str, Histogram]:
+        """Each histogram summed over its label sets (the rule in the module docstring)."""
+        out = {}
+        for base, by_series in self.hist_parts.items():
+            buckets: Dict[float, float] = {}
+            count: Optional[float] = 0.0
+            total: Optional[float] = 0.0
+            for parts in by_series.values():
+                for le, value in parts["buckets"].items():
+                    buckets[le] = buckets.get(le, 0.0) + value
+                own = parts["count"] if parts["count"] is not None else parts["buckets"].get(math.inf)
+                count = None if count is None or own is None else count + own
+                total = None if total is None or parts["sum"] is None else total + parts["sum"]
+            if buckets:
+                out[base] = Histogram(sorted(buckets.items()), count, total)
+        return out
 
 
 def _read_untyped(reading: _Reading, samples: List[Tuple[str, Dict[str, str], float]]) -> None:
@@ -369,12 +393,7 @@ def parse_metrics(text: str, taken_at: Optional[float] = None, prefix: str = PRE
     gauges = {name: combine_gauge(name, series) for name, series in gauge_series.items() if series}
     dp_ranks = sorted(set(labels["dp_rank"] for series in gauge_series.values() for labels, _ in series
                           if "dp_rank" in labels), key=lambda r: (len(r), r))
-    histograms = {
-        name: Histogram(sorted(parts["buckets"].items()), parts["count"], parts["sum"])
-        for name, parts in reading.hist_parts.items()
-        if parts["buckets"]
-    }
-    return MetricsSnapshot(taken_at, gauges, reading.counters, histograms, gauge_series, dp_ranks)
+    return MetricsSnapshot(taken_at, gauges, reading.counters, reading.histograms(), gauge_series, dp_ranks)
 
 
 # ---------------------------------------------------------------------------
@@ -392,22 +411,32 @@ def counter_increase(prev: Optional[float], cur: Optional[float]) -> Tuple[Optio
     return cur - prev, False
 
 
+def _minus(a: Optional[float], b: Optional[float]) -> Optional[float]:
+    return None if a is None or b is None else a - b
+
+
+def _plus(a: Optional[float], b: Optional[float]) -> Optional[float]:
+    return None if a is None or b is None else a + b
+
+
 def histogram_increase(prev: Optional[Histogram], cur: Optional[Histogram]) -> Tuple[Optional[Histogram], bool]:
     """``(bucket increases, reset)`` between two reads of one histogram. Any count going
-    down, or the bucket bounds changing, is a reset: the increase is then ``cur`` itself."""
+    down, or the bucket bounds changing, is a reset: the increase is then ``cur`` itself.
+    A count or sum missing from either read is missing from the increase."""
     if prev is None or cur is None:
         return None, False
     prev_bounds = [le for le, _ in prev.buckets]
     cur_bounds = [le for le, _ in cur.buckets]
-    if prev_bounds != cur_bounds or cur.count < prev.count or any(
+    count = _minus(cur.count, prev.count)
+    if prev_bounds != cur_bounds or (count is not None and count < 0) or any(
         c < p for (_, c), (_, p) in zip(cur.buckets, prev.buckets)
     ):
         return Histogram(list(cur.buckets), cur.count, cur.sum), True
     return (
         Histogram(
             [(le, c - p) for (le, c), (_, p) in zip(cur.buckets, prev.buckets)],
-            cur.count - prev.count,
-            cur.sum - prev.sum,
+            count,
+            _minus(cur.sum, prev.sum),
         ),
         False,
     )
@@ -418,8 +447,8 @@ def _add_histograms(a: Optional[Histogram], b: Histogram) -> Histogram:
         return b  # bounds changed (a restart with other buckets): keep the newer part
     return Histogram(
         [(le, x + y) for (le, x), (_, y) in zip(a.buckets, b.buckets)],
-        a.count + b.count,
-        a.sum + b.sum,
+        _plus(a.count, b.count),
+        _plus(a.sum, b.sum),
     )
 
 
@@ -488,8 +517,9 @@ def quantile_bound(q: float, hist: Optional[Histogram]) -> Tuple[Optional[float]
 
 
 def histogram_mean(hist: Optional[Histogram]) -> Optional[float]:
-    """``_sum / _count``: the exact mean of the observations (no bucket artefact)."""
-    if hist is None or not hist.count or hist.count <= 0:
+    """``_sum / _count``: the exact mean of the observations (no bucket artefact); ``None``
+    without observations or without a ``_sum``."""
+    if hist is None or hist.sum is None or not hist.count or hist.count <= 0:
         return None
     return hist.sum / hist.count
 
