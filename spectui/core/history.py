@@ -463,7 +463,8 @@ class HistoryStore:
         return self.run(int(s))
 
     def entries(self, limit: int | None = None) -> list[Entry]:
-        """Runs and comparisons, oldest first (the rows of ``history list``)."""
+        """Runs, comparisons and probes, oldest first (the rows of ``history list``); those of one time,
+        or of none (an sglang import keeps no start time), by kind and then by number (2 before 10)."""
         out = []
         refs = self.refs()
         with self._open() as db:
@@ -501,7 +502,7 @@ class HistoryStore:
                 d = json.loads(r["data"])
                 out.append(Entry(f"p{r['id']}", "probe", d.get("measured_at") or d.get("recorded_at"),
                                  d.get("host") or "?", probe_what(d), probe_state(d), probe_detail(d)))
-        out.sort(key=lambda e: (e.when or 0, e.kind, e.id))
+        out.sort(key=_entry_order)
         return out[-limit:] if limit else out
 
     # --- export / import -----------------------------------------------------------------------------
@@ -586,6 +587,12 @@ class HistoryStore:
 # ---------------------------------------------------------------------------------------------
 # Probe records, for lists and exports
 # ---------------------------------------------------------------------------------------------
+
+def _entry_order(e: Entry) -> tuple[float, str, int, str]:
+    """Oldest first; then by kind, and the id's number as a number (``c2`` before ``c10``)."""
+    digits = e.id.lstrip("cCpP")
+    return (e.when or 0, e.kind, int(digits) if digits.isdigit() else -1, e.id)
+
 
 def _is_probe_id(ident: str) -> bool:
     s = str(ident).strip()
