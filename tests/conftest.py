@@ -54,6 +54,7 @@ _pin("PIP_CONFIG_FILE", Path(os.environ.get("XDG_CONFIG_HOME") or _REAL_HOME / "
 _pin("PIP_CONFIG_FILE", _REAL_HOME / ".pip" / "pip.conf")
 os.environ.setdefault("SPECTUI_SGLANG_VENVS", str(_REAL_HOME / ".cache" / "spectui" / "sglang-venvs"))
 os.environ.setdefault("SPECTUI_TEXTUAL_VENVS", str(_REAL_HOME / ".cache" / "spectui" / "textual-venvs"))
+os.environ.setdefault("SPECTUI_TINY_MODELS", str(_REAL_HOME / ".cache" / "spectui" / "tiny-models"))
 os.environ.setdefault("SPECTUI_TEST_WHEELS",
                       os.environ.get("SPECTUI_WHEEL_CACHE") or str(_REAL_HOME / ".cache" / "spectui-test-wheels"))
 

@@ -64,7 +64,8 @@ def add_host_options(parser: argparse.ArgumentParser, *, positional: bool = Fals
         where.add_argument("--port-base", metavar="N", type=int,
                            help="with --demo: the simulated servers listen on N, N+1, ... (default: demo.port_base "
                                 "from the settings file, else the profiles' ports, a taken one moved up)")
-    where.add_argument("--python", metavar="PY", help="the host's Python, e.g. an SGLang venv (default: python3)")
+    where.add_argument("--python", metavar="PY", help="the host's Python, e.g. an SGLang venv: it runs the agent, "
+                       "and the servers of profiles that name no python (default: python3)")
     where.add_argument("--sim", action="store_true", help="treat the host as a simulated GPU host")
     where.add_argument("--state-dir", metavar="DIR", help="the host's state folder (default: ~/.cache/spectui)")
     where.add_argument("--gpu-source", choices=GPU_SOURCES, default="auto", help="force a GPU telemetry source")

@@ -70,7 +70,7 @@ class FlagCheck:
 def _group_key(session: Session, profile: Profile, python: str | None) -> tuple[str, tuple[str, ...]]:
     if session.target.simulated:
         return python or session.hello.get("python") or "python3", SIM_LAUNCHER
-    return python or profile.python or "python3", tuple(profile.launcher)
+    return python or session.target.server_python(profile.python) or "python3", tuple(profile.launcher)
 
 
 async def _version_key(session: Session, python: str, launcher: tuple[str, ...]) -> str:

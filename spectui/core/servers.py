@@ -80,9 +80,12 @@ class ServerRecord:
 
 
 def profile_gpus(profile: Profile) -> list[int]:
-    """GPU indices the server will use: the profile's ``gpus``, else the first tp-size GPUs."""
+    """GPU indices the server will use: the profile's ``gpus``, else none for a server on the CPU (``device: cpu``),
+    else the first tp-size GPUs."""
     if profile.gpus is not None:
         return [int(g) for g in profile.gpus if str(g).isdigit()]
+    if str(profile.args.get("device", "")).lower() == "cpu":
+        return []
     tp = profile.args.get("tp-size", profile.args.get("tp", 1))
     try:
         return list(range(int(tp)))
@@ -100,7 +103,7 @@ def start_params(profile: Profile, session: Session, *, force: bool = False) -> 
                            f"connect {hosts}`) switches to it, or launch it with `spectui profiles render "
                            f"{profile.name} --for slurm|lws|shell`", profile=profile.name)
     simulated = session.target.simulated
-    python = session.hello.get("python") if simulated else None
+    python = session.hello.get("python") if simulated else session.target.server_python(profile.python)
     argv = build_argv(profile, simulated=simulated, python=python)
     return {
         "name": profile.name,

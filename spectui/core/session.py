@@ -55,6 +55,12 @@ class HostTarget:
             return self.python
         return "python3" if self.kind == "ssh" else sys.executable
 
+    def server_python(self, profile_python: str | None) -> str | None:
+        """The interpreter a server of a profile runs under on this host: the profile's own ``python``, else the
+        host's ``--python`` (an SGLang venv given for the host serves every profile that names none), else None
+        (the default, ``python3``)."""
+        return profile_python or self.python
+
     def agent_args(self) -> list[str]:
         args = ["--state", self.state_dir or HOST_STATE_DEFAULT, "--gpu-source", self.gpu_source,
                 "--log-level", agent_level()]  # the agent logs at the console's level (spectui.core.logsetup)

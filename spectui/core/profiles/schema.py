@@ -96,8 +96,8 @@ def _scalar_text(value: Any) -> str:
 def parse_gpus(value: Any) -> tuple[str, ...] | None:
     """Normalise a ``gpus`` value to GPU ids; ``None`` if the value is not a valid GPU list.
 
-    Accepts an index (``0``), a list (``[0, 1]``), or a string ``"0,1,2"`` / ``"0-7"`` / with
-    ``GPU-<uuid>`` or ``MIG-<uuid>`` ids.
+    Accepts an index (``0``), a list (``[0, 1]``; ``[]``: none, a server on the CPU), or a string ``"0,1,2"`` /
+    ``"0-7"`` / with ``GPU-<uuid>`` or ``MIG-<uuid>`` ids.
     """
     if isinstance(value, bool):
         return None
@@ -106,6 +106,8 @@ def parse_gpus(value: Any) -> tuple[str, ...] | None:
     if isinstance(value, str):
         items: list[Any] = [p.strip() for p in value.split(",")]
     elif isinstance(value, list):
+        if not value:
+            return ()  # no GPUs: a server on the CPU (``device: cpu``)
         items = list(value)
     else:
         return None
@@ -285,7 +287,7 @@ class _Checker:
         self.error(
             fpath,
             "field 'gpus' must be GPU indexes such as [0, 1, 2, 3], \"0,1,2,3\" or \"0-7\" "
-            f"(or GPU-/MIG- ids), not {type_name(value) if not isinstance(value, (str, list, int)) else repr(value)}",
+            f"(or GPU-/MIG- ids; [] for none), not {type_name(value) if not isinstance(value, (str, list, int)) else repr(value)}",
         )
 
     def check_launcher(self, fpath: tuple, value: Any) -> None:

@@ -1,0 +1,5 @@
+"""Import-only stand-in for sgl_kernel (see spectui_standin)."""
+from spectui_standin import install
+
+install(__name__)
+__version__ = "0.0.0+standin"
