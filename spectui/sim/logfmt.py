@@ -39,9 +39,14 @@ class SimLogger:
     """Writes SGLang-style lines to a stream, one flushed write per line."""
 
     def __init__(self, stream: Optional[TextIO] = None, tp_size: int = 1, millis: Optional[bool] = None,
-                 first_rank: int = 0, local_ranks: Optional[int] = None):
+                 first_rank: int = 0, local_ranks: Optional[int] = None, dp_size: int = 1, pp_size: int = 1,
+                 attn_cp_size: int = 1, moe_dp_size: int = 1, ep_size: int = 1):
         self.stream = stream or sys.stdout
         self.tp_size = tp_size
+        # the parallel sizes the prefix shows (each once above 1); the simulator's scheduler is the
+        # first of each group: DP0, PP0, ATTN_CP0, MOE_DP0
+        self.dp_size, self.pp_size, self.attn_cp_size = dp_size, pp_size, attn_cp_size
+        self.moe_dp_size, self.ep_size = max(1, moe_dp_size), max(1, ep_size)
         # the TP ranks of this node: all of them on one node; ``tp_size / nnodes`` from
         # ``node_rank * tp_size / nnodes`` on, the global rank in each prefix, on several
         self.first_rank = first_rank
@@ -56,9 +61,31 @@ class SimLogger:
         stamp = time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(now))
         if self.millis:
             stamp += ".%03d" % int((now % 1.0) * 1000)
-        if rank is not None and self.tp_size > 1:
-            stamp += " TP%d" % rank
+        if rank is not None:
+            stamp += self.rank_tag(rank)
         return "[%s] " % stamp
+
+    def rank_tag(self, tp_rank: int) -> str:
+        """The scheduler's ranks as its logger prefix writes them (sglang 0.5.23 wheel,
+        sglang/srt/managers/scheduler.py:6271-6291): `` DP`` once there are DP replicas (its DP
+        rank is set only then), `` PP``, `` ATTN_CP``, `` MOE_DP``, `` TP`` and `` EP`` when that
+        size is above 1, the EP rank derived from the TP rank as
+        sglang/srt/managers/data_parallel_controller.py:754-762 does."""
+        tag = ""
+        if self.dp_size > 1:
+            tag += " DP0"
+        if self.pp_size > 1:
+            tag += " PP0"
+        if self.attn_cp_size > 1:
+            tag += " ATTN_CP0"
+        if self.moe_dp_size > 1:
+            tag += " MOE_DP0"
+        if self.tp_size > 1:
+            tag += " TP%d" % tp_rank
+        if self.ep_size > 1:
+            per_moe_dp = max(1, self.tp_size // self.moe_dp_size)
+            tag += " EP%d" % (tp_rank % per_moe_dp // max(1, per_moe_dp // self.ep_size))
+        return tag
 
     def raw(self, line: str) -> None:
         with self._lock:
@@ -102,7 +129,8 @@ class LogFormat:
 
     # -- lines ---------------------------------------------------------------------------------
     def prefill(self, new_seq: int, new_token: int, cached_token: int, num_token: int, token_usage: float,
-                running: int, queue: int, input_throughput: float) -> str:
+                running: int, queue: int, input_throughput: float, pending_tokens: int = 0,
+                cuda_graph: bool = False) -> str:
         # ``num_token`` is taken for symmetry with ``decode`` but no era writes it in a prefill line.
         if self.era == "0.4":
             # sglang 0.4.6.post5 wheel, sglang/srt/managers/scheduler.py:1145-1161 (no disaggregation)
@@ -117,12 +145,14 @@ class LogFormat:
                 "#running-req: %d, #queue-req: %d, " % (new_seq, new_token, cached_token, token_usage, running, queue)
             )
         # sglang 0.5.23 wheel, sglang/srt/managers/scheduler_components/metrics_reporter.py:753-783
-        # (the usage part from pool_stats_observer.py:104-117: no "#token:" in a prefill line)
+        # (the usage part from pool_stats_observer.py:104-117: no "#token:" in a prefill line;
+        # #pending-token: the prompt tokens still waiting, load_inquirer.py:62-80)
         return (
             "Prefill batch, #new-seq: %d, #new-token: %d, #cached-token: %d, token usage: %.2f, "
-            "#running-req: %d, #queue-req: %d, #pending-token: 0, cuda graph: False, "
+            "#running-req: %d, #queue-req: %d, #pending-token: %d, cuda graph: %s, "
             "input throughput (token/s): %.2f"
-            % (new_seq, new_token, cached_token, token_usage, running, queue, input_throughput)
+            % (new_seq, new_token, cached_token, token_usage, running, queue, pending_tokens, cuda_graph,
+               input_throughput)
         )
 
     def decode(self, running: int, num_token: int, token_usage: float, spec: bool, accept_len: float,

@@ -17,7 +17,7 @@ from __future__ import annotations
 
 from typing import Dict
 
-from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram, generate_latest
+from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram, disable_created_metrics, generate_latest
 from prometheus_client.exposition import CONTENT_TYPE_LATEST
 
 TTFT_BUCKETS = [0.1, 0.2, 0.4, 0.6, 0.8, 1, 2, 4, 6, 8, 10, 20, 40, 60, 80, 100, 200, 400]
@@ -31,7 +31,12 @@ ITL_BUCKETS = [
 class ServerMetrics:
     content_type = CONTENT_TYPE_LATEST
 
-    def __init__(self, model_name: str, engine_type: str = "unified", era: str = "0.5.23"):
+    def __init__(self, model_name: str, engine_type: str = "unified", era: str = "0.5.23", dp_size: int = 1):
+        # SGLang serves its registry in prometheus_client's multiprocess mode, which writes no
+        # ``_created`` series (sglang 0.5.23 wheel, sglang/srt/observability/metrics_collector.py:
+        # the collectors are made after PROMETHEUS_MULTIPROC_DIR is set); this process's
+        # registry is the simulated server's only one
+        disable_created_metrics()
         self.era = era
         self.registry = CollectorRegistry(auto_describe=True)
         r = self.registry
@@ -42,6 +47,8 @@ class ServerMetrics:
             "pp_rank": "0",
             "moe_ep_rank": "0",
         }
+        if dp_size > 1:  # a DP replica's scheduler labels its series (metrics_collector.py:1382-1392)
+            self.sched_labels["dp_rank"] = "0"
         self.tok_labels: Dict[str, str] = {"model_name": model_name, "engine_type": engine_type}
         sl = list(self.sched_labels)
         tl = list(self.tok_labels)
@@ -108,6 +115,13 @@ class ServerMetrics:
             "sglang:inter_token_latency_seconds", "Histogram of inter-token latency in seconds.",
             labelnames=tl, buckets=ITL_BUCKETS, registry=r,
         ).labels(**self.tok_labels)
+        self.tpot = None  # sglang 0.5.23 wheel, sglang/srt/observability/metrics_collector.py:2057-2064
+        if era == "0.5.23":
+            self.tpot = Histogram(
+                "sglang:request_time_per_output_token_seconds",
+                "Per-request TPOT in seconds: (finished_time - first_token_time) / (completion_tokens - 1).",
+                labelnames=stream_l, buckets=ITL_BUCKETS, registry=r,
+            )
         self.e2e = Histogram(
             "sglang:e2e_request_latency_seconds", "Histogram of End-to-end request latency in seconds",
             labelnames=stream_l, buckets=E2E_BUCKETS, registry=r,
@@ -147,12 +161,17 @@ class ServerMetrics:
             self.itl.observe(each)
 
     def observe_finished(self, streaming: bool, prompt_tokens: int, generation_tokens: int, cached_tokens: int,
-                         e2e_s: float, verify_ct: int, aborted: bool = False) -> None:
-        prompt_c, gen_c, req_c, _, e2e_h = self._stream["true" if streaming else "false"]
+                         e2e_s: float, verify_ct: int, aborted: bool = False, decode_s: float = 0.0) -> None:
+        """One finished request; ``decode_s``: first token to finish (its TPOT is that over the
+        tokens after the first, observed only when positive: req_time_stats.py:492-499)."""
+        flag = "true" if streaming else "false"
+        prompt_c, gen_c, req_c, _, e2e_h = self._stream[flag]
         prompt_c.inc(prompt_tokens)
         gen_c.inc(generation_tokens)
         req_c.inc()
         e2e_h.observe(e2e_s)
+        if self.tpot is not None and generation_tokens > 1 and decode_s > 0:
+            self.tpot.labels(is_streaming=flag, **self.tok_labels).observe(decode_s / (generation_tokens - 1))
         if verify_ct > 0:
             self.spec_verify_calls_total.inc(verify_ct)
         if cached_tokens > 0:

@@ -206,4 +206,4 @@ def test_logs_of_the_0523_era(server):
     for rate, length in zip(rates, lens):  # chain of 3 drafts: rate = (len - 1) / 3
         assert rate == pytest.approx((length - 1) / 3, abs=0.011)
     assert any(re.match(PREFIX + r"The server is fired up and ready to roll!$", ln) for ln in lines)
-    assert any(re.search(r'INFO:     127\.0\.0\.1:\d+ - "POST /generate HTTP/1\.1" 200$', ln) for ln in lines)
+    assert any(re.search(r'INFO:     127\.0\.0\.1:\d+ - "POST /generate HTTP/1\.1" 200 OK$', ln) for ln in lines)

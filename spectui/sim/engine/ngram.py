@@ -19,8 +19,11 @@ The trie (sglang 0.5.23 wheel, sglang/kernels/jit/csrc/ngram_corpus/trie.cpp):
   front of its parent's recency list, a visited one moves there and its frequency grows by
   one (overlapping tails revisit the same runs), and the whole path becomes most recently
   used in one global LRU list.
-* Capacity: a pool of ``capacity`` nodes; when a run needs more nodes than are free,
-  ``Trie::squeeze`` (trie.cpp:69-93) frees the least recently used ones (always leaves).
+* Capacity: a pool of ``capacity`` nodes, the root included (``--speculative-ngram-capacity``,
+  10 million by default: sglang/srt/arg_groups/fields/spec.py:268-271); when a run needs more
+  nodes than are free, ``Trie::squeeze`` (trie.cpp:69-93) frees the least recently used ones
+  (always leaves). The simulator honours the same capacity: a node takes about 100 bytes here,
+  so a full default trie holds about 1 GB, as SGLang's own pool holds its 10 million nodes.
 * Matching (``Trie::match``, trie.cpp:204-218, with ``advanceMatchState_`` trie.cpp:152-190 and
   ``getExpandableAnchors_`` trie.cpp:192-202): per request, the trie nodes of the suffixes of its
   tail of lengths 1..``max_trie_depth``, advanced token by token from the previous step (a
@@ -47,14 +50,41 @@ included; the breadth scale is ``(max_bfs_breadth - min_bfs_breadth) / (max_wind
 from __future__ import annotations
 
 import heapq
-from collections import OrderedDict, deque
+from collections import deque
 from typing import List, Optional, Sequence
 
-# The simulator's own ceiling on trie nodes (about 300 bytes each in CPython); SGLang's
-# default capacity is 10 million.
-SIM_MAX_NODES = 300_000
 ERA_0523 = "0.5.23"
 ERA_2025 = "2025"
+SIZE_T = 1 << 64
+
+
+def ngram_settings_problem(max_trie_depth: int, min_bfs_breadth: int, max_bfs_breadth: int, num_draft_tokens: int,
+                           capacity: int) -> Optional[str]:
+    """Why SGLang's n-gram corpus refuses these settings at start, or None.
+
+    The checks of ``Ngram::Ngram`` (sglang 0.5.23 wheel, sglang/kernels/jit/csrc/ngram_corpus/ngram.cpp:13-30),
+    on the values as it holds them: ``size_t`` casts of the Python ints
+    (ngram_corpus_ffi.cpp:34-37), so a negative breadth counts as a huge one. A negative trie depth
+    passes them there and a capacity below 1 leaves the node pool without a root (trie.cpp:14-20);
+    the simulator refuses both, in a sentence of its own.
+    """
+    depth, low, high, tokens = (int(v) % SIZE_T for v in (max_trie_depth, min_bfs_breadth, max_bfs_breadth,
+                                                          num_draft_tokens))
+    if not depth > 1:
+        return "param_.max_trie_depth must be greater than 1, current value: %d" % depth
+    if not low > 0:
+        return "min_bfs_breadth must be greater than 0, current value: %d" % low
+    if not low <= high:
+        return ("min_bfs_breadth must be less than or equal to max_bfs_breadth, current min_bfs_breadth: %d, "
+                "max_bfs_breadth: %d" % (low, high))
+    if not tokens > 0:
+        return "draft_token_num must be greater than 0, current value: %d" % tokens
+    if int(max_trie_depth) < 0 or int(num_draft_tokens) < 0:
+        return ("speculative_ngram_max_trie_depth and speculative_num_draft_tokens must not be negative "
+                "(SGLang would read them as %d and %d)" % (depth, tokens))
+    if int(capacity) < 1:
+        return "speculative_ngram_capacity must be at least 1 (the trie's root is one of its nodes)"
+    return None
 
 
 class DraftTree:
@@ -82,16 +112,73 @@ class DraftTree:
 
 
 class TrieNode:
-    """One token of a run. ``kids`` keeps insertion order = recency (most recent last)."""
+    """One token of a run.
 
-    __slots__ = ("kids", "parent", "token", "freq", "alive")
+    ``kids`` is None (a leaf), the only child itself, or a dict of two or more children whose
+    insertion order is their recency (most recent last): most trie nodes have one child, and a
+    dict each would triple the memory a full trie of SGLang's default 10 million nodes takes.
+    ``prev``/``next`` link the node into the trie's global LRU list.
+    """
+
+    __slots__ = ("kids", "parent", "token", "freq", "alive", "prev", "next")
 
     def __init__(self, token: int, parent: Optional["TrieNode"]):
-        self.kids: Optional[dict] = None
+        self.kids = None
         self.parent = parent
         self.token = token
         self.freq = 1
         self.alive = True
+        self.prev = self.next = self
+
+
+def child_of(node: TrieNode, tok: int) -> Optional[TrieNode]:
+    kids = node.kids
+    if kids is None:
+        return None
+    if kids.__class__ is TrieNode:
+        return kids if kids.token == tok else None
+    return kids.get(tok)
+
+
+def kids_recent_first(node: TrieNode) -> List[TrieNode]:
+    kids = node.kids
+    if kids is None:
+        return []
+    if kids.__class__ is TrieNode:
+        return [kids]
+    return list(reversed(kids.values()))
+
+
+def _add_kid(parent: TrieNode, child: TrieNode) -> None:
+    kids = parent.kids
+    if kids is None:
+        parent.kids = child
+    elif kids.__class__ is TrieNode:
+        parent.kids = {kids.token: kids, child.token: child}
+    else:
+        kids[child.token] = child
+
+
+def _touch_kid(parent: TrieNode, child: TrieNode) -> None:
+    """``child`` becomes its parent's most recent continuation."""
+    kids = parent.kids
+    if kids.__class__ is not TrieNode:
+        del kids[child.token]
+        kids[child.token] = child
+
+
+def _drop_kid(parent: TrieNode, child: TrieNode) -> None:
+    kids = parent.kids
+    if kids is None:
+        return
+    if kids.__class__ is TrieNode:
+        if kids is child:
+            parent.kids = None
+        return
+    if kids.get(child.token) is child:
+        del kids[child.token]
+        if len(kids) == 1:
+            parent.kids = next(iter(kids.values()))
 
 
 class NgramStream:
@@ -119,12 +206,15 @@ class NgramCache:
         era: str = ERA_0523,
     ):
         self.era = ERA_2025 if era in (ERA_2025, "0.4") else ERA_0523
-        self.depth = max(2, int(max_trie_depth))
-        self.min_breadth = max(1, int(min_bfs_breadth))
-        self.max_breadth = max(self.min_breadth, int(max_bfs_breadth))
-        self.slots = max(0, int(num_draft_tokens) - 1)
+        problem = ngram_settings_problem(max_trie_depth, min_bfs_breadth, max_bfs_breadth, num_draft_tokens, capacity)
+        if problem:
+            raise ValueError(problem)
+        self.depth = int(max_trie_depth)
+        self.min_breadth = int(min_bfs_breadth)
+        self.max_breadth = int(max_bfs_breadth)
+        self.slots = int(num_draft_tokens) - 1
         self.by_count = str(match_type).upper() == "PROB"
-        self.capacity = max(1000, min(int(capacity), SIM_MAX_NODES))
+        self.capacity = int(capacity)
         if self.era == ERA_2025:
             self.min_window = max(1, int(min_match_window))
             self.max_window = min(self.depth - 1, int(max_match_window)) if max_match_window else self.depth - 1
@@ -140,7 +230,7 @@ class NgramCache:
             self.top = float(top)
             self.start_gap = 0
         self.root = TrieNode(-1, None)
-        self.lru: "OrderedDict[TrieNode, None]" = OrderedDict()  # least recently used first
+        self.lru = TrieNode(-2, None)  # the LRU list's sentinel: .next least, .prev most recently used
         self.nodes = 0
         self.epoch = 1
         self.resets = 0
@@ -151,7 +241,7 @@ class NgramCache:
     def reset(self) -> None:
         """``/flush_cache``: an empty trie; every request's anchors are rebuilt."""
         self.root = TrieNode(-1, None)
-        self.lru = OrderedDict()
+        self.lru = TrieNode(-2, None)
         self.nodes = 0
         self.epoch += 1
         self.resets += 1
@@ -164,8 +254,7 @@ class NgramCache:
         """Insert one request's tail (``Trie::insert``): every run starting in it."""
         n = len(tokens)
         depth = self.depth
-        lru = self.lru
-        move = lru.move_to_end
+        head = self.lru
         self.inserted_tokens += n
         for i in range(0, n - self.start_gap):
             run = tokens[i:i + depth]
@@ -175,33 +264,33 @@ class NgramCache:
             cur = self.root
             path = []
             for tok in run:
-                kids = cur.kids
-                child = kids.get(tok) if kids is not None else None
+                child = child_of(cur, tok)
                 if child is None:
                     child = TrieNode(tok, cur)
-                    if kids is None:
-                        cur.kids = kids = {}
-                    kids[tok] = child
-                    lru[child] = None
+                    _add_kid(cur, child)
                     self.nodes += 1
                 else:
                     child.freq += 1
-                    del kids[tok]  # most recent continuation last
-                    kids[tok] = child
+                    _touch_kid(cur, child)
                 path.append(child)
                 cur = child
             for node in reversed(path):  # the shortest prefix ends up most recent
-                move(node)
+                if node.prev is not node:  # a node already in the list leaves its place
+                    node.prev.next = node.next
+                    node.next.prev = node.prev
+                last = head.prev
+                node.prev, node.next = last, head
+                last.next = head.prev = node
 
     def _squeeze(self, count: int) -> None:
-        lru = self.lru
-        while count > 0 and lru:
-            node, _ = lru.popitem(last=False)
-            parent = node.parent
-            if parent is not None and parent.kids is not None:
-                parent.kids.pop(node.token, None)
-                if not parent.kids:
-                    parent.kids = None
+        head = self.lru
+        while count > 0 and head.next is not head:
+            node = head.next
+            head.next = node.next
+            node.next.prev = head
+            node.prev = node.next = node
+            if node.parent is not None:
+                _drop_kid(node.parent, node)
             node.alive = False
             self.nodes -= 1
             self.evicted += 1
@@ -211,8 +300,7 @@ class NgramCache:
     def _walk(self, tokens: Sequence[int]) -> Optional[TrieNode]:
         cur = self.root
         for tok in tokens:
-            kids = cur.kids
-            cur = kids.get(tok) if kids is not None else None
+            cur = child_of(cur, tok)
             if cur is None:
                 return None
         return cur
@@ -229,16 +317,15 @@ class NgramCache:
             if node is not None and not node.alive:
                 return False
         depth = self.depth
-        root_kids = self.root.kids
+        root = self.root
         for tok in new_tokens:
             size = min(len(anchors) + 1, depth)
             nxt: List[Optional[TrieNode]] = [None] * size
-            if root_kids is not None:
-                nxt[0] = root_kids.get(tok)
+            nxt[0] = child_of(root, tok)
             for d in range(1, size):
                 prev = anchors[d - 1]
                 if prev is not None and prev.kids is not None:
-                    nxt[d] = prev.kids.get(tok)
+                    nxt[d] = child_of(prev, tok)
             anchors = nxt
         stream.anchors = anchors
         stream.processed = total_len
@@ -291,16 +378,15 @@ class NgramCache:
             queue = deque(((0, (self.top - depth) * scale + self.min_breadth, start),))
             while queue and len(tree) < slots:
                 parent, breadth_f, tnode = queue.popleft()
-                kids = tnode.kids
-                if not kids:
+                if tnode.kids is None:
                     continue
                 breadth = max(1, int(breadth_f))
                 taken = 0
-                for tok in reversed(kids):  # most recent first
+                for kid in kids_recent_first(tnode):
                     if taken >= breadth or len(tree) >= slots:
                         break
-                    idx = tree.add(parent, tok)
-                    queue.append((idx, breadth_f - scale, kids[tok]))
+                    idx = tree.add(parent, kid.token)
+                    queue.append((idx, breadth_f - scale, kid))
                     taken += 1
 
     def _draft_prob(self, tree: DraftTree, found) -> None:
@@ -311,10 +397,9 @@ class NgramCache:
 
         def push(parent: int, tnode: TrieNode, prob: float) -> None:
             nonlocal order
-            kids = tnode.kids
-            if not kids:
+            if tnode.kids is None:
                 return
-            best = sorted(kids.values(), key=lambda c: (-c.freq, c.token))[:top_k]
+            best = sorted(kids_recent_first(tnode), key=lambda c: (-c.freq, c.token))[:top_k]
             total = float(sum(c.freq for c in best)) or 1.0
             for c in best:
                 order += 1
@@ -352,4 +437,4 @@ def draft_depth(tree: DraftTree, idx: int) -> int:
     return d
 
 
-__all__ = ["DraftTree", "NgramCache", "NgramStream", "verify_tree", "draft_depth", "SIM_MAX_NODES"]
+__all__ = ["DraftTree", "NgramCache", "NgramStream", "verify_tree", "draft_depth", "ngram_settings_problem"]

@@ -182,6 +182,8 @@ class Scheduler:
         self.total_accept = 0
         self.total_forward = 0
         self.cuda_graph_max_bs = cost.p.cuda_graph_max_bs
+        # the most tokens a prefill runs as a (breakable) CUDA graph; 0: prefill graphs off
+        self.prefill_graph_max_tokens = 0
         self.on_finished: Optional[Callable[[Request], None]] = None
         self.counters = Counters()
         self.last_output_mono = 0.0  # when a forward pass last gave any request its tokens
@@ -331,11 +333,13 @@ class Scheduler:
         gap = now - self.last_prefill_tic
         self.last_prefill_tic = now
         usage = num_token / max(1, cfg.max_total_num_tokens)
+        prefill_graph = 0 < new_tokens <= self.prefill_graph_max_tokens
         self.log.rank0(
             self.fmt.prefill(
                 new_seq=len(batch), new_token=new_tokens, cached_token=cached_total, num_token=num_token,
                 token_usage=usage, running=len(self.running), queue=len(self.waiting),
                 input_throughput=new_tokens / gap if gap > 0 else 0.0,
+                pending_tokens=sum(len(r.prompt_ids) for r in self.waiting), cuda_graph=prefill_graph,
             )
         )
         m = self.metrics
@@ -347,7 +351,7 @@ class Scheduler:
             m.num_queue_reqs.set(len(self.waiting))
             m.token_usage.set(round(usage, 2))
             m.num_used_tokens.set(num_token)
-            m.is_cuda_graph.set(0)
+            m.is_cuda_graph.set(1 if prefill_graph else 0)
             if self.fmt.era == "0.5.23":  # _current_gen_throughput: 0 once decode stats are 30 s old
                 stale = now - self.last_decode_tic > IDLE_METRICS_S
                 self._gauge_gen = 0.0 if stale else self.last_gen_throughput
@@ -430,8 +434,6 @@ class Scheduler:
                 self._win_accept += accept
                 self._win_correct += correct_sum
                 self._win_forward += bs
-                self.total_accept += accept
-                self.total_forward += bs
             if self.forward_ct_decode % max(1, self.config.decode_log_interval) == 0:
                 self._log_decode(bs, t)
 
@@ -444,6 +446,11 @@ class Scheduler:
         self._win_generated = 0
         spec = self.spec
         accept_len = accept_rate = 0.0
+        # the cumulative counters behind /server_info's avg_spec_accept_length take the window only
+        # here, when the line is written (sglang 0.5.23 wheel,
+        # sglang/srt/managers/scheduler_components/metrics_reporter.py:934-1000)
+        self.total_accept += self._win_accept
+        self.total_forward += self._win_forward
         if spec.enabled and self._win_forward > 0:
             accept_len = self._win_accept / self._win_forward
             # the launch value, as SGLang's log does (get_spec(), metrics_reporter.py:974-977), not the active width
@@ -525,7 +532,7 @@ class Scheduler:
             self.metrics.observe_finished(
                 streaming=req.stream, prompt_tokens=len(req.prompt_ids), generation_tokens=len(req.output_ids),
                 cached_tokens=req.cached_tokens, e2e_s=now - req.arrival_mono, verify_ct=req.verify_ct,
-                aborted=req.aborted,
+                aborted=req.aborted, decode_s=(now - req.first_token_mono) if req.first_token_mono else 0.0,
             )
         self.counters.finished += 1
         if req.log_metrics:

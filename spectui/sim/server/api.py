@@ -90,6 +90,9 @@ class Api:
         s = self.s
         if s.cfg.era == "0.4":
             return HttpResponse(200 if s.scheduler is not None else 503, b"")
+        if s.gracefully_exit:  # http_server.py:731-733
+            s.log.info("Health check request received during shutdown. Returning 503.")
+            return HttpResponse(503, b"")
         if not s.ready:
             return HttpResponse(503, b"")
         if os.environ.get("SGLANG_ENABLE_HEALTH_ENDPOINT_GENERATION", "true").strip().lower() in ("false", "0", "no", "n"):
@@ -97,10 +100,15 @@ class Api:
         return await self._health_generate()
 
     async def ready(self, req: HttpRequest) -> HttpResponse:
-        return HttpResponse(200 if self.s.ready else 503, b"")
+        """200 only while the server is Up and not exiting (http_server.py:717, tokenizer_manager.py:728-734)."""
+        s = self.s
+        return HttpResponse(200 if s.ready and s.status == "Up" and not s.gracefully_exit else 503, b"")
 
     async def health_generate(self, req: HttpRequest) -> HttpResponse:
         s = self.s
+        if s.cfg.era != "0.4" and s.gracefully_exit:
+            s.log.info("Health check request received during shutdown. Returning 503.")
+            return HttpResponse(503, b"")
         if s.scheduler is None or (s.cfg.era != "0.4" and not s.ready):
             return HttpResponse(503, b"")
         return await self._health_generate()
@@ -118,8 +126,10 @@ class Api:
         while time.monotonic() < tic + timeout:
             await asyncio.sleep(HEALTH_POLL_S)
             if sched.last_output_mono > tic:
+                self.s.status = "Up"  # http_server.py:784
                 return HttpResponse(200, b"")
         r.abort("health check timed out")
+        self.s.status = "UnHealthy"  # http_server.py:798
         self.s.log.info(
             "Health check failed. Server couldn't get a response from detokenizer for last %d seconds. "
             "tic start time: %s. last_heartbeat time: %s" % (

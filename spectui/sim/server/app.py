@@ -19,6 +19,7 @@ import os
 import signal
 import sys
 import time
+from http import HTTPStatus
 from typing import Optional
 
 from spectui.sim import faults
@@ -37,6 +38,27 @@ from spectui.sim.server.node import host_gpus, node_logger, scheduler_died, serv
 from spectui.sim.server.startup import MemoryPlan, Startup
 
 PUBLISH_S = 0.25
+DRAIN_POLL_S = 5.0  # the SIGTERM watchdog's poll (tokenizer_manager.py:3509, 3539)
+
+
+def prefill_graph_max_tokens(args, chunked_prefill_size: int) -> int:
+    """The most tokens a prefill batch replays as a CUDA graph, 0 when prefill graphs are off.
+
+    On CUDA 0.5.23 captures breakable prefill graphs by default (sglang 0.5.23 wheel,
+    sglang/srt/model_executor/cuda_graph_config.py:119-123) up to ``chunked_prefill_size`` tokens,
+    capped at ``--max-total-tokens`` (sglang/srt/arg_groups/memory_hook.py:233-256);
+    ``--disable-cuda-graph``, ``--disable-prefill-cuda-graph`` or a ``disabled`` prefill backend turn
+    them off, an explicit prefill backend winning (cuda_graph_hook.py:54-71). Older releases wrote no graph field in a prefill line.
+    """
+    if not hasattr(args, "cuda_graph_backend_prefill"):
+        return 0
+    backend = args.cuda_graph_backend_prefill  # an explicit backend wins over the off-switches
+    if backend == "disabled" or (backend is None and (args.disable_cuda_graph or args.disable_prefill_cuda_graph)):
+        return 0
+    limit = getattr(args, "cuda_graph_max_bs_prefill", None) or chunked_prefill_size
+    if getattr(args, "max_total_tokens", None):
+        limit = min(limit, args.max_total_tokens)
+    return max(0, limit)
 WARMUP_PROMPT = "The capital city of France is"
 
 
@@ -46,11 +68,19 @@ class SimServer:
         self.args = cfg.args
         self.fmt = LogFormat(cfg.era)
         self.log = node_logger(cfg)
-        self.metrics = ServerMetrics(cfg.served_model_name, era=cfg.era) if self.args.enable_metrics else None
+        self.metrics = ServerMetrics(cfg.served_model_name, era=cfg.era, dp_size=getattr(self.args, "dp_size", 1) or 1) \
+            if self.args.enable_metrics else None
         self.model = get_model()
         self.state_dir = state_dir_of(self.args)
         self.ready = False
+        # the tokenizer manager's server_status (Starting, Up, UnHealthy) and gracefully_exit
+        # (sglang 0.5.23 wheel, sglang/srt/managers/tokenizer_manager.py:718-734)
+        self.status = "Starting"
+        self.gracefully_exit = False
+        self._sigterm = False
         self.startup_time = time.time()
+        self.ready_time: Optional[float] = None
+        self.load_weight_s = 0.0
         self.scheduler: Optional[Scheduler] = None
         self.plan: Optional[MemoryPlan] = None
         self.ranks: Optional[RankGroup] = None
@@ -60,14 +90,37 @@ class SimServer:
 
     # -- what the endpoints report ------------------------------------------------------------------
     def server_info(self) -> dict:
+        """``/server_info`` as the release builds it.
+
+        0.5.23 (sglang 0.5.23 wheel, sglang/srt/entrypoints/http_server.py:863-892 and
+        sglang/srt/utils/common.py:3584-3593): the resolved args, ``launch_command`` (the flags as
+        given, sglang/srt/server_args.py:710-719), the scheduler's init info (``status``,
+        ``max_total_num_tokens``, ``max_req_input_len``: ``min(context_len - 1, kv tokens - 1) - 5``,
+        sglang/srt/managers/tp_worker.py:568-572; its ``startup_time`` phases and
+        ``hicache_object_layout``: sglang/srt/managers/scheduler.py:1937-1950), ``kv_events``,
+        ``startup_time`` (the phases plus ``tokenizer_e2e``), then ``internal_states``, one per DP
+        rank, each the resolved args plus what internal_state.py:65-125 adds: ``world_size`` =
+        dp x tp x pp, the phases, ``memory_usage`` (every graph phase), the PD fields and, once a
+        Decode line has been written, ``avg_spec_accept_length``.
+        """
         cfg = self.cfg
         args = cfg.server_args()
         sched = self.scheduler
         plan = self.plan
+        new = cfg.era == "0.5.23"
+        a = cfg.args
+        dp, pp = getattr(a, "dp_size", 1) or 1, getattr(a, "pp_size", 1) or 1
+        graph_gb = round((plan.graph_mib if plan and cfg.cuda_graph_max_bs else 0.0) / 1024.0, 3)
+        graph = {"decode": graph_gb}
+        if new:
+            graph = {"prefill": 0.0, "decode": graph_gb, "target_verify": 0.0, "draft_prefill": 0.0,
+                     "draft_decode": 0.0, "draft_extend": 0.0}
+        phases = self.startup_phases()
         state = dict(args)
+        state.pop("custom_sigquit_handler", None)
         state.update(
-            world_size=cfg.tp_size,
-            startup_time=self.startup_time,
+            world_size=dp * cfg.tp_size * pp,
+            startup_time=phases if new else self.startup_time,
             effective_max_running_requests_per_dp=cfg.max_running_requests,
             last_gen_throughput=sched.last_gen_throughput if sched else 0.0,
             memory_usage={
@@ -76,15 +129,55 @@ class SimServer:
                 "startup_available": round(((plan.total_mib - plan.other_mib - plan.weights_mib) if plan else 0.0) / 1024.0, 3),
                 "token_capacity": plan.max_total_num_tokens if plan else 0,
                 "token_capacity_swa": None,
-                "graph": {"decode": round((plan.graph_mib if plan and cfg.cuda_graph_max_bs else 0.0) / 1024.0, 3)},
+                "graph": graph,
             },
         )
+        if new:
+            state.update(disaggregation_mode="null",
+                         decode_cuda_graph_bs=self.decode_graph_batch_sizes(),
+                         decode_cuda_graph_memory_gb=round(sum(graph[k] for k in ("decode", "target_verify",
+                                                                                  "draft_decode", "draft_extend")), 3))
         avg = sched.avg_spec_accept_length() if sched else None
         if avg is not None:
             state["avg_spec_accept_length"] = avg
         out = dict(args)
-        out.update(startup_time=self.startup_time, internal_states=[state], version=self.fmt.version, frontend="python")
+        if new:
+            tokens = plan.max_total_num_tokens if plan else 0
+            out.update(
+                launch_command=self.launch_command(),
+                status="ready",
+                max_total_num_tokens=tokens,
+                max_req_input_len=min(cfg.context_len - 1, tokens - 1) - 5,
+                hicache_object_layout={"enabled": False, "backend": None, "page_size": getattr(a, "page_size", None) or 1,
+                                       "hicache_object_layout": {"pools": []},
+                                       "reason": "Hierarchical cache is disabled"},
+                kv_events=None,
+            )
+            out.setdefault("custom_sigquit_handler", None)
+        out.update(startup_time=dict(phases, tokenizer_e2e=phases["scheduler_e2e"]) if new else self.startup_time,
+                   internal_states=[state], version=self.fmt.version, frontend="python")
         return out
+
+    def startup_phases(self) -> dict:
+        """How long each start-up phase took, in seconds (sglang/srt/observability/startup_time.py:11-28)."""
+        graph = {k: 0.0 for k in ("prefill", "decode", "target_verify", "draft_prefill", "draft_decode", "draft_extend")}
+        end = self.ready_time or time.time()
+        return {"load_weight": self.load_weight_s, "kv_cache_allocation": 0.0,
+                "scheduler_e2e": max(0.0, end - self.startup_time), "cuda_graph": graph}
+
+    def decode_graph_batch_sizes(self) -> list:
+        """The decode CUDA graph batch sizes (empty when decode graphs are off)."""
+        top = self.cfg.cuda_graph_max_bs
+        if not top:
+            return []
+        given = getattr(self.args, "sim_cuda_graph_bs", None)
+        if given:
+            return sorted(b for b in given if b <= top)
+        return sorted(set([1, 2, 4, 8, 12] + list(range(16, top + 1, 8))) & set(range(1, top + 1)))
+
+    def launch_command(self) -> str:
+        """The flags as given, without the simulator's own ``--sim-*`` knobs."""
+        return " ".join(getattr(self.args, "sim_launch_argv", ()) or ())
 
     def sim_stats(self) -> dict:
         """The simulator's own ground truth (not an SGLang endpoint).
@@ -135,7 +228,12 @@ class SimServer:
 
     # -- logging helpers ---------------------------------------------------------------------------------
     def access_log(self, client: str, request_line: str, status: int) -> None:
-        self.log.info('INFO:     %s - "%s" %d' % (client, request_line, status))
+        """uvicorn's access line: the status code and its phrase (``200 OK``)."""
+        try:
+            phrase = HTTPStatus(status).phrase
+        except ValueError:
+            phrase = ""
+        self.log.info(('INFO:     %s - "%s" %d %s' % (client, request_line, status, phrase)).rstrip())
 
     def _server_args_line(self) -> str:
         return server_args_line(self.cfg)
@@ -187,8 +285,8 @@ class SimServer:
     async def run(self) -> int:
         loop = asyncio.get_running_loop()
         self._stop = asyncio.Event()
-        for sig in (signal.SIGTERM, signal.SIGINT):
-            loop.add_signal_handler(sig, self._stop.set)
+        loop.add_signal_handler(signal.SIGINT, self._stop.set)
+        loop.add_signal_handler(signal.SIGTERM, self._on_sigterm)
         args, cfg, log = self.args, self.cfg, self.log
 
         seats = host_gpus(self.state_dir, cfg, log)
@@ -220,6 +318,7 @@ class SimServer:
                           rendezvous=rdv.meet if rdv else None, after_load=rdv.wait_loaded if rdv else None)
         self.plan = startup.plan
         load = asyncio.create_task(startup.run())
+        load_started = time.time()
         stop_wait = asyncio.create_task(self._stop.wait())
         done, _ = await asyncio.wait({load, stop_wait}, return_when=asyncio.FIRST_COMPLETED)
         if load not in done:
@@ -235,6 +334,7 @@ class SimServer:
                 return self._fail(exc)
             raise exc
         self.plan = startup.plan  # on several nodes: planned over all of them
+        self.load_weight_s = time.time() - load_started
 
         await asyncio.get_running_loop().run_in_executor(None, self.ranks.wait_reported)
         sched_cfg = SchedulerConfig(
@@ -247,6 +347,7 @@ class SimServer:
         )
         self.scheduler = Scheduler(self.model, self.cost, cfg.spec, sched_cfg, log, self.fmt, self.metrics)
         self.scheduler.cuda_graph_max_bs = cfg.cuda_graph_max_bs
+        self.scheduler.prefill_graph_max_tokens = prefill_graph_max_tokens(args, cfg.chunked_prefill_size)
         if self.metrics is not None:
             self.metrics.max_total_num_tokens.set(self.plan.max_total_num_tokens)
         sched_task = asyncio.create_task(self.scheduler.run())
@@ -258,6 +359,8 @@ class SimServer:
             self.access_log("127.0.0.1:%d" % (40000 + os.getpid() % 20000), "GET /model_info HTTP/1.1", 200)
             await self._warmup()
         self.ready = True
+        self.status = "Up"
+        self.ready_time = time.time()
         log.info("The server is fired up and ready to roll!")
         watcher = asyncio.create_task(self._watch_nodes()) if self.rendezvous is not None else None
         if args.sim_crash_after is not None:
@@ -267,10 +370,37 @@ class SimServer:
         if args.sim_slow_after is not None:
             loop.call_later(max(0.0, args.sim_slow_after), self._slow_down)
         await self._stop.wait()
+        if self._sigterm and cfg.era != "0.4":
+            await self._drain()
         sched_task.cancel()
         if watcher is not None:
             watcher.cancel()
         return await self._shutdown(http, publisher, graceful=True)
+
+    def _on_sigterm(self) -> None:
+        self._sigterm = True
+        self._stop.set()
+
+    async def _drain(self) -> None:
+        """SGLang's graceful exit (sglang 0.5.23 wheel, sglang/srt/managers/tokenizer_manager.py:
+        3508-3542 and 4066-4070): health checks answer 503 from the signal on, requests in flight
+        are served to their end, polled every 5 s, then the server stops; after a failed health
+        check it stops at once. SGLang's watchdog also first waits for its next 5 s tick; the
+        simulator starts draining at the signal."""
+        log = self.log
+        log.info("SIGTERM received. signum=None frame=None. Draining requests and shutting down...")
+        self.gracefully_exit = True
+        sched = self.scheduler
+        while True:
+            if self.status == "UnHealthy":
+                log.info("Signal SIGTERM received while health check failed. Force exiting.")
+                return
+            rids = [r.rid for r in list(sched.waiting) + list(sched.running)] if sched is not None else []
+            log.info("Gracefully exiting... Remaining number of requests %d. Remaining requests remaining_rids=%r."
+                     % (len(rids), rids))
+            if not rids:
+                return
+            await asyncio.sleep(DRAIN_POLL_S)
 
     async def _shutdown(self, http: HttpServer, publisher, graceful: bool) -> int:
         self.ready = False

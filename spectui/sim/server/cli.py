@@ -151,6 +151,26 @@ def as_server_args(ns: argparse.Namespace) -> argparse.Namespace:
     return ns
 
 
+def launch_argv(parser: argparse.ArgumentParser, argv: Sequence[str]) -> List[str]:
+    """``argv`` without the simulator's own ``--sim-*`` knobs (and their values): the launch command
+    a real server would report."""
+    sim_opts = {o: a for a in parser._actions for o in a.option_strings if o.startswith("--sim-")}
+    out: List[str] = []
+    skip = False
+    for token in argv:
+        if skip:
+            skip = False
+            continue
+        name = token.split("=", 1)[0]
+        if name.startswith("--sim-"):
+            matches = [o for o in sim_opts if o == name] or [o for o in sim_opts if o.startswith(name)]
+            if matches:
+                skip = "=" not in token and sim_opts[matches[0]].nargs != 0
+                continue
+        out.append(token)
+    return out
+
+
 def parse_args(argv: Optional[List[str]] = None) -> argparse.Namespace:
     import sys
 
@@ -159,6 +179,7 @@ def parse_args(argv: Optional[List[str]] = None) -> argparse.Namespace:
     parser = build_parser(era)
     ns = parser.parse_args(argv)
     ns.sim_log_format = era
+    ns.sim_launch_argv = tuple(launch_argv(parser, argv))
     try:
         ns.sim_time_scale = time_scale()
     except TimeScaleError as exc:

@@ -24,6 +24,7 @@ from typing import Any, Dict, List, Optional
 
 from spectui.sim.dist import DistAddrError, parse_dist_init_addr
 from spectui.sim.engine.drafter import default_agreement
+from spectui.sim.engine.ngram import ngram_settings_problem
 from spectui.sim.hardware import DEFAULT_MULTINODE_PRESET, DEFAULT_PRESET, PRESETS, multinode_presets
 from spectui.sim.engine.speculation import EAGLE_FAMILY, SpecConfig
 from spectui.sim.server.speculative_args import ResolvedSpeculative, SpeculativeArgsError, resolve_speculative
@@ -104,6 +105,8 @@ class ServerConfig:
         a = vars(self.args)
         filled = set(a.get("sim_filled", ()))
         out = {k: v for k, v in a.items() if not k.startswith("sim_") and k not in filled}
+        if self.era == "0.5.23":  # --config only names a file of flags, no field (sglang 0.5.23 wheel,
+            out.pop("config", None)  # sglang/srt/server_args.py:400-405 and 683-689)
         sp = self.speculative
         out.update(
             model_path=self.model_path,
@@ -121,6 +124,8 @@ class ServerConfig:
             speculative_num_draft_tokens=sp.num_draft_tokens,
             random_seed=self.args.random_seed if self.args.random_seed is not None else self.args.sim_seed,
         )
+        if sp.enable_mixed_chunk is not None:
+            out["enable_mixed_chunk"] = sp.enable_mixed_chunk
         if "speculative_adaptive" in a:  # 0.5.23: False once SGLang turned it off (speculative_args)
             out["speculative_adaptive"] = sp.adaptive
         if "speculative_draft_model_revision" not in filled:
@@ -212,8 +217,10 @@ def resolve(ns: argparse.Namespace) -> ServerConfig:
         spec.ngram_min_match_window = ns.speculative_ngram_min_match_window_size or 1
         spec.ngram_max_match_window = ns.speculative_ngram_max_match_window_size or 0
         spec.eagle_topk = sp.eagle_topk
-        if sp.num_draft_tokens < 2:
-            raise ConfigError("speculative_num_draft_tokens must be >= 2 for ngram speculative decoding")
+        problem = ngram_settings_problem(spec.ngram_max_trie_depth, spec.ngram_min_bfs_breadth,
+                                         spec.ngram_max_bfs_breadth, sp.num_draft_tokens, spec.ngram_capacity)
+        if problem:  # the corpus refuses them when the NGRAM worker starts
+            raise ConfigError(problem)
         spec.num_draft_tokens = sp.num_draft_tokens
         spec.num_steps = sp.num_steps or 0  # the NGRAM worker drafts from its trie: no draft steps
     max_running = sp.max_running_requests

@@ -17,7 +17,11 @@ from spectui.sim.vgpu import init_host, load_host, memory_in_use, remove_stale_c
 
 def node_logger(cfg: ServerConfig) -> SimLogger:
     """Log lines of this node's ranks, under their global TP ranks."""
-    return SimLogger(sys.stdout, tp_size=cfg.tp_size, first_rank=cfg.first_rank, local_ranks=cfg.tp_per_node)
+    a = cfg.args
+    return SimLogger(sys.stdout, tp_size=cfg.tp_size, first_rank=cfg.first_rank, local_ranks=cfg.tp_per_node,
+                     dp_size=getattr(a, "dp_size", 1) or 1, pp_size=getattr(a, "pp_size", 1) or 1,
+                     attn_cp_size=getattr(a, "attn_cp_size", 1) or 1, moe_dp_size=getattr(a, "moe_dp_size", 1) or 1,
+                     ep_size=getattr(a, "ep_size", 1) or 1)
 
 
 def scheduler_died(log: SimLogger, tb: str, ranks) -> None:

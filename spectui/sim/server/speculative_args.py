@@ -11,8 +11,16 @@ What the server does with ``--speculative-*`` before it starts, as the release's
     ``--speculative-num-steps`` the triple comes from ``_auto_choose_speculative_params``
     (1430-1461: STANDALONE (3, 1, 4); Llama and Grok (5, 4, 8); the others (3, 1, 4)); top-k 1
     forces ``num_draft_tokens = num_steps + 1`` (1256-1267). NGRAM (``_handle_ngram``,
-    1285-1371): 48 running requests, top-k = ``--speculative-ngram-max-bfs-breadth``, 12 draft
-    tokens unless set, ``num_steps = num_draft_tokens // topk`` (so 8 // 10 = 0).
+    1285-1371): 48 running requests, mixed chunked prefill off (1304-1308, 1350-1353), top-k =
+    ``--speculative-ngram-max-bfs-breadth``, 12 draft tokens unless set, ``num_steps =
+    num_draft_tokens // topk`` (12 // 10 = 1 by default; a breadth of 0 divides by zero); an
+    external corpus wants a positive SAM budget and token limit and a budget of at most
+    ``num_draft_tokens - 1`` (1331-1349); top-k above 1 with ``--page-size`` above 1 needs the
+    flashinfer backend (1355-1366: an unset backend resolves to another one on the GPUs
+    simulated here); attention data parallelism is refused (1367-1371, ``attn_dp_size > 1``, or
+    ``--enable-dp-attention`` with ``--dp-size`` above 1: parallel_hook.py:39-61,
+    runtime_context.py:191-199). The corpus itself then checks its settings at start
+    (``ngram.ngram_settings_problem``).
 ``2025`` (0.5.6): sglang 0.5.6 wheel, sglang/srt/server_args.py:1661-1790 and 4525-4553
     no upper-casing (the flag's choices are upper case); NEXTN becomes EAGLE; the same EAGLE
     rules with a shorter MTP list and other auto triples (Llama, Grok and the others (5, 4, 8);
@@ -48,6 +56,7 @@ MAX_RUNNING_WARNING = ("Max running requests is reset to 48 for speculative deco
                        "You can override this by explicitly setting --max-running-requests.")
 TOPK1_WARNING = ("speculative_num_draft_tokens is adjusted to speculative_num_steps + 1 "
                  "when speculative_eagle_topk == 1")
+NGRAM_MIXED_CHUNK_WARNING = "The mixed chunked prefill are disabled because of using ngram speculative decoding."
 NGRAM_TOKENS_WARNING = ("speculative_num_draft_tokens is set to 12 by default for ngram speculative decoding. "
                         "You can override this by explicitly setting --speculative-num-draft-tokens.")
 
@@ -85,6 +94,7 @@ class ResolvedSpeculative:
     warnings: List[str] = field(default_factory=list)
     adaptive: bool = False
     adaptive_slots: Optional[Dict[int, dict]] = None  # the adaptive config's slots by batch size
+    enable_mixed_chunk: Optional[bool] = None  # None: as launched
 
 
 def auto_params(era: str, algorithm: str, arch: str) -> Tuple[int, int, int]:
@@ -171,11 +181,39 @@ def _ngram(ns: argparse.Namespace, era: str, out: ResolvedSpeculative) -> None:
         if out.num_draft_tokens is None:
             out.num_draft_tokens = ns.speculative_ngram_max_match_window_size
         return
+    out.enable_mixed_chunk = False
     if out.num_draft_tokens is None:
         out.num_draft_tokens = 12
         out.warnings.append(NGRAM_TOKENS_WARNING)
     if out.num_steps is None:
+        if out.eagle_topk == 0:
+            raise SpeculativeArgsError("integer division or modulo by zero: speculative_num_steps is "
+                                       "speculative_num_draft_tokens // speculative_ngram_max_bfs_breadth, "
+                                       "and --speculative-ngram-max-bfs-breadth is 0.")
         out.num_steps = out.num_draft_tokens // out.eagle_topk
+    if getattr(ns, "speculative_ngram_external_corpus_path", None) is not None:
+        budget = ns.speculative_ngram_external_sam_budget
+        if budget <= 0:
+            raise SpeculativeArgsError("--speculative-ngram-external-sam-budget must be positive when "
+                                       "--speculative-ngram-external-corpus-path is set.")
+        if ns.speculative_ngram_external_corpus_max_tokens <= 0:
+            raise SpeculativeArgsError("--speculative-ngram-external-corpus-max-tokens must be positive when "
+                                       "--speculative-ngram-external-corpus-path is set.")
+        if budget > out.num_draft_tokens - 1:
+            raise SpeculativeArgsError("speculative_ngram_external_sam_budget must be less than or equal to "
+                                       "speculative_num_draft_tokens - 1 (%d)." % (out.num_draft_tokens - 1))
+    out.warnings.append(NGRAM_MIXED_CHUNK_WARNING)
+    page_size = getattr(ns, "page_size", None) or 1
+    if out.eagle_topk > 1 and page_size > 1 and getattr(ns, "attention_backend", None) != "flashinfer":
+        raise SpeculativeArgsError(
+            "speculative_eagle_topk(%d) > 1 with page_size(%d) > 1 is unstable and produces incorrect results for "
+            "paged attention backends. This combination is only supported for the 'flashinfer' backend."
+            % (out.eagle_topk, page_size))
+    attn_dp = getattr(ns, "attn_dp_size", 1) or 1
+    if getattr(ns, "enable_dp_attention", False) and attn_dp == 1:
+        attn_dp = getattr(ns, "dp_size", 1) or 1
+    if attn_dp > 1:
+        raise SpeculativeArgsError("Currently ngram speculative decoding does not support dp attention.")
 
 
 def _adaptive(ns: argparse.Namespace, out: ResolvedSpeculative) -> None:
