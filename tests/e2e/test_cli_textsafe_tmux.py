@@ -93,11 +93,15 @@ class Panes(Tmux):
     def buffers(self) -> str:
         return self.run("list-buffers", check=False).strip()
 
-    def finish(self, session: str, shell: str, timeout: float = 90) -> str:
-        """Run ``shell`` between the lines BEFORE and AFTER in a new session; the screen once it ended (the
-        pane's shell then waits, so that nothing tmux writes on a pane's end moves the screen)."""
+    def begin(self, session: str, shell: str) -> None:
+        """Run ``shell`` between the lines BEFORE and AFTER in a new session (the pane's shell then waits, so
+        that nothing tmux writes on a pane's end moves the screen)."""
         self.run("new-session", "-d", "-s", session, "-x", "160", "-y", "100",
                  f"printf 'BEFORE\\n'; {shell}; printf 'AFTER %s\\n' $?; exec sleep 600")
+
+    def finish(self, session: str, shell: str, timeout: float = 90) -> str:
+        """:meth:`begin`, then the screen once it ended."""
+        self.begin(session, shell)
         return self.finish_wait(session, timeout)
 
     def finish_wait(self, session: str, timeout: float = 90) -> str:
@@ -125,19 +129,24 @@ def test_no_command_lets_host_text_set_the_title_clear_the_screen_or_write_the_c
         assert not panes.buffers()
 
         words = ["env", "-u", "COLUMNS", "-u", "LINES", *[f"{k}={v}" for k, v in env.items()], SPECTUI]
-        for i, (name, argv) in enumerate(commands):
-            session = f"c{i}"
-            screen = panes.finish(session, " ".join(shlex.quote(w) for w in [*words, *argv]) + " 2>&1")
-            assert "BEFORE" in screen and "AFTER" in screen, f"{name}: the screen was cleared:\n{screen}"
-            assert "␛" in screen, f"{name}: the escapes are not on the screen:\n{screen}"
-            assert panes.title(session) == panes.default_title, f"{name}: the title became {panes.title(session)!r}"
-            assert not panes.buffers(), f"{name}: wrote the clipboard: {panes.buffers()}"
-
+        # every command in its own pane, all at once (each pane keeps its own screen and title; a clipboard
+        # write by any of them leaves a paste buffer, which no command's check below may see)
+        for i, (_, argv) in enumerate(commands):
+            panes.begin(f"c{i}", " ".join(shlex.quote(w) for w in [*words, *argv]) + " 2>&1")
         # the console: the agent's start failure on its screen, then, after q, the note it leaves behind
         session = "console"
         panes.run("new-session", "-d", "-s", session, "-x", "160", "-y", "100",
                   " ".join(shlex.quote(w) for w in [*words, "connect", "local", "--python", env["NOISY_PYTHON"]])
                   + "; printf 'AFTER %s\\n' $?; exec sleep 600")
+        for i, (name, _) in enumerate(commands):
+            session = f"c{i}"
+            screen = panes.finish_wait(session)
+            assert "BEFORE" in screen and "AFTER" in screen, f"{name}: the screen was cleared:\n{screen}"
+            assert "␛" in screen, f"{name}: the escapes are not on the screen:\n{screen}"
+            assert panes.title(session) == panes.default_title, f"{name}: the title became {panes.title(session)!r}"
+            assert not panes.buffers(), f"{name} (or a command beside it) wrote the clipboard: {panes.buffers()}"
+
+        session = "console"
         deadline = time.monotonic() + 90
         while "could not start" not in panes.run("capture-pane", "-p", "-t", session) and time.monotonic() < deadline:
             time.sleep(0.3)
