@@ -146,3 +146,33 @@ def test_build_env(tmp_path):
     single = profile_from(tmp_path, "model: org/m\ngpus: 2\n", name="r.yaml")
     assert build_env(single) == {"CUDA_VISIBLE_DEVICES": "2"}
 
+
+
+def test_a_hosts_python_serves_the_profiles_that_name_none(tmp_path):
+    """``--host local --python VENV``: the venv runs the agent and the servers of profiles without ``python``;
+    a profile's own ``python`` stays its own."""
+    from types import SimpleNamespace
+
+    from spectui.core.servers import start_params
+    from spectui.core.session import HostTarget
+
+    session = SimpleNamespace(target=HostTarget(kind="local", python="/venv/bin/python"), hello={})
+    plain = profile_from(tmp_path, "model: org/m\n", name="plain.yaml")
+    own = profile_from(tmp_path, "model: org/m\npython: /own/bin/python\n", name="own.yaml")
+    assert start_params(plain, session)["argv"][0] == "/venv/bin/python"
+    assert start_params(own, session)["argv"][0] == "/own/bin/python"
+    bare = SimpleNamespace(target=HostTarget(kind="local"), hello={})
+    assert start_params(plain, bare)["argv"][0] == "python3"
+
+
+def test_a_server_on_the_cpu_holds_no_gpus(tmp_path):
+    """``gpus: []`` is "no GPUs" (not a schema error), and a profile with ``device: cpu`` and no ``gpus`` holds
+    none either (not GPU 0, which a GPU server with tp-size 1 would take)."""
+    from spectui.core.servers import profile_gpus
+
+    empty = profile_from(tmp_path, "model: org/m\ngpus: []\nargs:\n  device: cpu\n", name="empty.yaml")
+    assert profile_gpus(empty) == [] and build_env(empty)["CUDA_VISIBLE_DEVICES"] == ""
+    cpu = profile_from(tmp_path, "model: org/m\nargs:\n  device: cpu\n", name="cpu.yaml")
+    assert profile_gpus(cpu) == [] and "CUDA_VISIBLE_DEVICES" not in build_env(cpu)
+    gpu = profile_from(tmp_path, "model: org/m\nargs:\n  tp-size: 2\n", name="gpu.yaml")
+    assert profile_gpus(gpu) == [0, 1]

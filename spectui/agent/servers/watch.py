@@ -65,7 +65,9 @@ EXTERNAL_EXIT = "it exited; spectui did not start it"
 
 _REASONS = (
     re.compile(r"(CUDA out of memory[^\n]*)"),
-    re.compile(r"((?:\S+\.py|launch_server|sglang\.launch_server|server\.py): error: [^\n]*)"),
+    # argparse's refusal: its prog is the script's name on older releases, "sglang serve" from 0.5.23 on
+    # (sglang 0.5.23 wheel, sglang/srt/server_args.py:679)
+    re.compile(r"((?:\S+\.py|launch_server|sglang\.launch_server|server\.py|sglang serve): error: [^\n]*)"),
     re.compile(r"(Address already in use[^\n]*)"),
 )
 
