@@ -133,6 +133,10 @@ def cmd_list(args: argparse.Namespace) -> int:
     if args.json:
         json.dump({"profiles": rows, "errors": [e.to_dict() for e in library.errors]}, sys.stdout, indent=2)
         print()
+    elif not rows and library.errors:
+        files = len(set(getattr(e, "path", None) or str(e) for e in library.errors))
+        print(f"no usable profile: {files} profile file{'s' if files != 1 else ''} could not be loaded "
+              f"(the problems follow)")
     elif not rows:
         print(f"no profiles found; put YAML files in {user_profile_dir()} or set ${PROFILES_PATH_ENV}")
     else:
