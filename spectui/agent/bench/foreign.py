@@ -31,10 +31,19 @@ METRICS_DEADLINE_S = 3.0
 
 def counter_increase(before, after, name):
     """How much counter ``name`` grew between two ``metrics`` snapshots (``{"counters": ...}``); None when
-    either lacks it or it went back (the server restarted)."""
+    ``after`` lacks it or it went back (the server restarted).
+
+    A counter that ``before`` lacks and ``after`` has was 0 before: SGLang's request and token counters are
+    labelled, and a labelled counter has no sample until its first increment, at the first request the server
+    finishes (sglang 0.5.23 wheel, sglang/srt/observability/metrics_collector.py:1855-1863 and :2109-2136), so a
+    fresh server's /metrics lacks them until then."""
     a = ((before or {}).get("counters") or {}).get(name)
     b = ((after or {}).get("counters") or {}).get(name)
-    if a is None or b is None or b < a:
+    if b is None:
+        return None
+    if a is None:
+        a = 0.0
+    if b < a:
         return None
     return b - a
 
