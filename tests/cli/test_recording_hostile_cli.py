@@ -11,6 +11,7 @@ import json
 import os
 import resource
 import stat
+import struct
 import subprocess
 import sys
 import zlib
@@ -64,16 +65,31 @@ def frame(name: str, t: float, value: float) -> dict:
                                                 "accept_length": {"value": value, "source": "metrics-counters"}}}
 
 
+def repeated_gzip(head: bytes, block: bytes, count: int) -> bytes:
+    """A gzip file of ``head`` then ``block`` ``count`` times, compressed once: after a full flush the
+    compressor starts afresh, so each copy of the block compresses to the same bytes (CRC and size are
+    those of the whole)."""
+    co = zlib.compressobj(9, zlib.DEFLATED, -zlib.MAX_WBITS)
+    out = [b"\x1f\x8b\x08\x00\x00\x00\x00\x00\x02\xff", co.compress(head), co.flush(zlib.Z_FULL_FLUSH)]
+    once = co.compress(block) + co.flush(zlib.Z_FULL_FLUSH)
+    crc = zlib.crc32(head)
+    for _ in range(count):
+        crc = zlib.crc32(block, crc)
+    out += [once * count, co.flush(), struct.pack("<II", crc, (len(head) + len(block) * count) & 0xFFFFFFFF)]
+    return b"".join(out)
+
+
+def test_repeated_gzip_is_the_data_it_says():
+    head, block = b"head\n", b'{"t": 1}\n' * 1000
+    assert gzip.decompress(repeated_gzip(head, block, 5)) == head + block * 5
+
+
 def test_a_size_bomb_is_refused_in_bounded_memory_and_time(tmp_path):
     path = tmp_path / "bomb.spectui.gz"
     line = json.dumps({"t": 1.0, "ev": "gpu", "d": {"seq": 1, "gpus": [{"index": 0, "util_pct": 50.0}]}}).encode()
-    co = zlib.compressobj(9, zlib.DEFLATED, 16 + zlib.MAX_WBITS)
-    with open(path, "wb") as f:
-        f.write(co.compress(json.dumps(header()).encode() + b"\n" + json.dumps(SESSION).encode() + b"\n"))
-        block = (line + b"\n") * 20_000
-        for _ in range(recording.MAX_INFLATED_BYTES // len(block) + 2):
-            f.write(co.compress(block))
-        f.write(co.flush())
+    block = (line + b"\n") * 20_000
+    path.write_bytes(repeated_gzip(json.dumps(header()).encode() + b"\n" + json.dumps(SESSION).encode() + b"\n",
+                                   block, recording.MAX_INFLATED_BYTES // len(block) + 2))
     assert path.stat().st_size * 200 < recording.MAX_INFLATED_BYTES   # it lies about its size
     for command in (["recording", "info"], ["recording", "export", "--format", "json", "-o",
                                              str(tmp_path / "out.json")], ["replay"]):
