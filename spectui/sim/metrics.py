@@ -94,19 +94,22 @@ class ServerMetrics:
         self.generation_tokens_total = Counter(
             "sglang:generation_tokens", "Number of generation tokens processed.", labelnames=stream_l, registry=r
         )
+        # these get their series at their first increment, as SGLang's (sglang 0.5.23 wheel,
+        # sglang/srt/observability/metrics_collector.py:2112-2136 and 2186): a server that
+        # verified, hit its cache or aborted nothing shows none of these families
         self.spec_verify_calls_total = Counter(
             "sglang:spec_verify_calls", "Number of speculative decoding verification calls.", labelnames=tl, registry=r
-        ).labels(**self.tok_labels)
+        )
         self.num_requests_total = Counter(
             "sglang:num_requests", "Number of requests processed.", labelnames=stream_l, registry=r
         )
         self.cached_tokens_total = Counter(
             "sglang:cached_tokens", "Number of cached prompt tokens by source (device/host/storage).",
             labelnames=tl + ["cache_source"], registry=r,
-        ).labels(cache_source="device", **self.tok_labels)
+        )
         self.num_aborted_requests_total = Counter(
             "sglang:num_aborted_requests", "Number of requests aborted.", labelnames=tl, registry=r
-        ).labels(**self.tok_labels)
+        )
         self.ttft = Histogram(
             "sglang:time_to_first_token_seconds", "Histogram of time to first token in seconds.",
             labelnames=stream_l, buckets=TTFT_BUCKETS, registry=r,
@@ -173,11 +176,21 @@ class ServerMetrics:
         if self.tpot is not None and generation_tokens > 1 and decode_s > 0:
             self.tpot.labels(is_streaming=flag, **self.tok_labels).observe(decode_s / (generation_tokens - 1))
         if verify_ct > 0:
-            self.spec_verify_calls_total.inc(verify_ct)
+            self.spec_verify_calls_total.labels(**self.tok_labels).inc(verify_ct)
         if cached_tokens > 0:
-            self.cached_tokens_total.inc(cached_tokens)
+            self.cached_tokens_total.labels(cache_source="device", **self.tok_labels).inc(cached_tokens)
         if aborted:
-            self.num_aborted_requests_total.inc()
+            self.num_aborted_requests_total.labels(**self.tok_labels).inc()
 
     def render(self) -> bytes:
-        return generate_latest(self.registry)
+        """The text exposition without families that have no series yet: SGLang's multiprocess
+        collector builds its families from the values written so far, so an unused one is absent."""
+        return generate_latest(_WithSeries(self.registry))
+
+
+class _WithSeries:
+    def __init__(self, registry: CollectorRegistry):
+        self.registry = registry
+
+    def collect(self):
+        return (fam for fam in self.registry.collect() if fam.samples)
