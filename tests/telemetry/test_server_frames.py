@@ -3,14 +3,19 @@
 import asyncio
 import json
 import threading
+import time
 import urllib.request
 
+from spectui.agent.servers.telemetry import SERVER_INFO_EVERY_S
 from spectui.core.server_frames import ServerFrame
 from spectui.core.servers import ServerControl
 from tests.lifecycle.conftest import demo, library, profiles_dir, write_profile  # noqa: F401
 
+# a Decode line every 10 steps: SGLang updates avg_spec_accept_length only when it writes one (sglang 0.5.23
+# wheel, sglang/srt/managers/scheduler_components/metrics_reporter.py:934,999-1000), and these requests are short
 EAGLE = ("  speculative-algorithm: EAGLE3\n  speculative-draft-model-path: sim/drafter-eagle3\n"
-         "  speculative-num-steps: 3\n  speculative-eagle-topk: 1\n  speculative-num-draft-tokens: 4\n")
+         "  speculative-num-steps: 3\n  speculative-eagle-topk: 1\n  speculative-num-draft-tokens: 4\n"
+         "  decode-log-interval: 10\n")
 
 
 def generate(port, n=3, max_new_tokens=48):
@@ -59,7 +64,12 @@ async def test_frames_carry_sources_formulas_and_stale_marks(profiles_dir, demo)
     assert idle.accept_length.stale and idle.accept_length.value is not None
     assert idle.gen_throughput.value == 0.0 and not idle.gen_throughput.stale
     assert not idle.running_req  # no request spectui did not send (health checks generate nothing)
-    cum = idle.cumulative_accept_length
+    # the server's own figure since start, from /server_info (read every SERVER_INFO_EVERY_S): absent until a
+    # Decode line was written, as on a real server, so the first read after the requests carries it
+    deadline = time.monotonic() + SERVER_INFO_EVERY_S + 5
+    while not frames[-1].cumulative_accept_length.cumulative and time.monotonic() < deadline:
+        await asyncio.sleep(0.25)
+    cum = frames[-1].cumulative_accept_length
     assert cum.cumulative and cum.source == "server_info" and cum.value > 1.0
     # after /flush_cache the counters restart: the next window is not negative, nor garbage
     urllib.request.urlopen(urllib.request.Request(f"http://127.0.0.1:{port}/flush_cache", data=b""), timeout=5).read()
