@@ -17,7 +17,7 @@ from spectui.core.paths import HOST_STATE_DEFAULT, demo_state_dir
 from spectui.core.rpc import AgentClient
 from spectui.core.transport.base import Transport
 from spectui.core.transport.local import LocalTransport
-from spectui.core.transport.ssh import SshOptions, SshTransport
+from spectui.core.transport.ssh import SshOptions
 
 if TYPE_CHECKING:
     from spectui.core.demo_ports import DemoPorts
@@ -70,6 +70,9 @@ class HostTarget:
 
     def make_transport(self) -> Transport:
         if self.kind == "ssh":
+            # asyncssh is loaded here, by the first SSH connection, not by every command that imports sessions
+            from spectui.core.transport.ssh_client import SshTransport
+
             return SshTransport(self.destination or "", self.ssh)
         return LocalTransport()
 

@@ -24,10 +24,12 @@ import hmac
 import os
 import shlex
 from dataclasses import dataclass, field
-
-import asyncssh
+from typing import TYPE_CHECKING
 
 from spectui.core.errors import ConnectError
+
+if TYPE_CHECKING:  # loaded where a key is read, so that naming files and hosts costs no asyncssh import
+    import asyncssh
 
 DEFAULT_USER_FILES = ("~/.ssh/known_hosts", "~/.ssh/known_hosts2")
 DEFAULT_GLOBAL_FILES = ("/etc/ssh/ssh_known_hosts", "/etc/ssh/ssh_known_hosts2")
@@ -107,6 +109,8 @@ def host_matches(patterns: str, name: str) -> bool:
 
 def parse(text: str, path: str) -> list[Entry]:
     """The key lines of a known_hosts file; comments and lines OpenSSH would skip are skipped."""
+    import asyncssh
+
     entries = []
     for number, raw in enumerate(text.splitlines(), 1):
         fields = raw.split()
@@ -162,6 +166,8 @@ class HostKeys:
         """Host key algorithms to offer first, like OpenSSH orders them: those of keys it knows."""
         algs: list[bytes] = []
         if self.authorities:
+            import asyncssh
+
             algs.extend(asyncssh.public_key.get_default_certificate_algs())
         for e in self.known:
             algs.extend(a for a in e.key.sig_algorithms if a not in algs)

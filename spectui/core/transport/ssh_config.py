@@ -7,9 +7,6 @@ import getpass
 import os
 from dataclasses import dataclass
 
-import asyncssh
-from asyncssh.config import SSHClientConfig
-
 from spectui.core.errors import ConnectError
 from spectui.core.transport.known_hosts import (
     DEFAULT_GLOBAL_FILES,
@@ -74,6 +71,9 @@ def _expand(path: str, *, host: str, port: int, user: str | None, alias: str) ->
 
 def host_config(paths: list[str], alias: str, user: str | None, port: int | None) -> HostConfig:
     """Settings for ``alias`` (a ``Host`` name or a real host name) from the given config files."""
+    import asyncssh  # loaded only when a host's config is read: commands that name no SSH host never pay for it
+    from asyncssh.config import SSHClientConfig
+
     try:
         cfg = SSHClientConfig.load(None, paths, False, False, False, getpass.getuser(),
                                    user if user else (), alias, port if port else ())
