@@ -1,0 +1,137 @@
+"""``spectui servers switch`` between two real SGLang 0.5.23 servers on one port: the running one's whole process
+tree ends and lets the port go, the other starts ready, and the real server says it runs the new settings."""
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import time
+
+import pytest
+
+from spectui.agent.protocol import AgentError
+from tests.e2e.test_demo_tmux import port_free
+from tests.support import real_sglang as rs
+from tests.support.procs import group_pids, pid_alive
+from tests.support.sshd import free_port
+
+pytestmark = pytest.mark.xdist_group("real_server")
+
+START_TIMEOUT_S = rs.READY_TIMEOUT_S + 60
+
+
+def server_info(port: int) -> dict:
+    """The real server's ``/server_info``: its resolved launch settings at the top level (sglang 0.5.23 wheel,
+    sglang/srt/entrypoints/http_server.py:863-885, sglang/srt/utils/common.py:3584-3592)."""
+    status, body = rs.get(port, "/server_info", timeout=30.0)
+    assert status == 200, body[:500]
+    return json.loads(body)
+
+
+def listeners(port: int) -> set[int]:
+    """The pids that hold a TCP socket listening on ``port`` (from /proc/net/tcp{,6} and each pid's fds)."""
+    inodes = set()
+    for table in ("/proc/net/tcp", "/proc/net/tcp6"):
+        try:
+            lines = open(table).read().splitlines()[1:]
+        except OSError:
+            continue
+        for line in lines:
+            fields = line.split()
+            if int(fields[1].rsplit(":", 1)[1], 16) == port and fields[3] == "0A":  # 0A: LISTEN
+                inodes.add(fields[9])
+    pids = set()
+    for pid in filter(str.isdigit, os.listdir("/proc")):
+        try:
+            fds = os.listdir("/proc/%s/fd" % pid)
+        except OSError:
+            continue
+        for fd in fds:
+            try:
+                link = os.readlink("/proc/%s/fd/%s" % (pid, fd))
+            except OSError:
+                continue
+            if link.startswith("socket:[") and link[8:-1] in inodes:
+                pids.add(int(pid))
+    return pids
+
+
+def running(pid: int) -> bool:
+    """Whether any thread of process ``pid`` still runs. ``/proc/PID/stat`` alone is the main thread's: it says Z
+    once that thread has ended while the others still run, and hold the process's sockets."""
+    try:
+        tids = os.listdir("/proc/%d/task" % pid)
+    except OSError:
+        return False
+    for tid in tids:
+        try:
+            with open("/proc/%d/task/%s/stat" % (pid, tid)) as fh:
+                if fh.read().rsplit(")", 1)[1].split()[0] not in ("Z", "X"):
+                    return True
+        except OSError:
+            continue
+    return False
+
+
+def test_switch_stops_the_running_real_server_and_starts_the_other_ready(tier):
+    port = free_port()
+    tier.profile("real-a", port, **{"max-running-requests": 4})
+    tier.profile("real-b", port, **{"max-running-requests": 6})
+    try:
+        a = tier.cli_json("servers", "start", "real-a", timeout=START_TIMEOUT_S)["server"]
+        assert a["state"] == "ready" and a["port"] == port, a
+        a_group = group_pids(a["pgid"])
+        assert a["pid"] in a_group and len(a_group) > 1  # SGLang's scheduler and detokenizer run beside it
+        assert listeners(port) <= set(a_group) and listeners(port)
+        assert server_info(port)["max_running_requests"] == 4
+
+        switched = tier.cli_json("servers", "switch", "real-b", timeout=START_TIMEOUT_S)
+        b = switched["server"]
+        assert b["name"] == "real-b" and b["state"] == "ready" and b["port"] == port, switched
+        gone = [pid for pid in a_group if pid_alive(pid) or running(pid)]
+        assert not gone and not group_pids(a["pgid"]), "real-a left processes behind: %s" % gone
+        b_group = group_pids(b["pgid"])
+        held = listeners(port)
+        assert held and held <= set(b_group), "port %d is held by %s, not real-b's %s" % (port, held, b_group)
+        assert server_info(port)["max_running_requests"] == 6
+        listed = {s["name"]: s for s in tier.cli_json("servers", "list")["servers"]}
+        assert listed["real-b"]["state"] == "ready" and listed["real-a"]["state"] != "ready"
+    finally:
+        for name in ("real-b", "real-a"):
+            tier.cli("servers", "stop", name, "--yes", timeout=120)
+    assert not group_pids(b["pgid"]) and port_free(port), "real-b's processes or its port outlived its stop"
+
+
+#: A process whose main thread ends first (as a real SGLang server's leader does after SIGTERM): it keeps its
+#: listening socket, and runs, until stdin closes.
+MAIN_THREAD_ENDS_FIRST = r"""
+import ctypes, socket, sys, threading
+s = socket.socket(); s.bind(("127.0.0.1", 0)); s.listen(); print(s.getsockname()[1], flush=True)
+threading.Thread(target=sys.stdin.readline).start()
+ctypes.CDLL(None).pthread_exit(None)
+"""
+
+
+def test_a_stop_waits_for_a_process_whose_main_thread_ended_first():
+    from spectui.agent.servers.manager import exiting, wait_ended
+    from spectui.agent.servers.process import proc_stat
+    child = subprocess.Popen([sys.executable, "-c", MAIN_THREAD_ENDS_FIRST], stdin=subprocess.PIPE,
+                             stdout=subprocess.PIPE, text=True)
+    try:
+        port = int(child.stdout.readline())
+        members = {child.pid: proc_stat(child.pid)[3]}
+        deadline = time.monotonic() + 30
+        while proc_stat(child.pid)[0] != "Z" and time.monotonic() < deadline:
+            time.sleep(0.02)
+        assert not pid_alive(child.pid)  # /proc/PID/stat says Z ...
+        assert running(child.pid) and not port_free(port)  # ... while it runs and holds its port
+        assert exiting(members) == [child.pid]
+        with pytest.raises(AgentError, match="still ending"):
+            wait_ended(members, "main-thread-first", timeout=0.2)
+        child.stdin.close()
+        wait_ended(members, "main-thread-first")
+        assert not running(child.pid) and exiting(members) == [] and port_free(port)
+    finally:
+        child.kill()
+        child.wait(10)
