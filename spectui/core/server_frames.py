@@ -32,6 +32,11 @@ and reports the step count it runs now, ``speculative`` adds ``"adaptive": {"ste
 "draft_tokens": 2, "source": "metrics-gauge", "launch_steps": 3}`` (``num_steps`` keeps the launch value).
 
 ``accept_rate`` lists the headline first: the formula of the server's release.
+
+``running_source`` says where ``running_req`` comes from: ``metrics-gauge`` (the scheduler's last batch
+report), ``tokenizer-histograms`` (requests with a first token and not finished, when more than the gauge
+says: the gauge lags a batch that grew until the next Decode log line), ``decode-log``, or ``busy`` (no
+source counts them, yet tokens are decoded: at least one).
 """
 
 from __future__ import annotations
@@ -87,6 +92,7 @@ class ServerFrame:
     sources: dict
     dp_ranks: int | None = None
     foreign_reqs: int | None = None  # of running + queued, requests spectui did not send (None: not known)
+    running_source: str | None = None  # where running_req comes from (see the module docstring)
 
     @classmethod
     def from_event(cls, d: dict, received_at: float) -> "ServerFrame":
@@ -101,7 +107,7 @@ class ServerFrame:
             running_req=d.get("running_req"), queue_req=d.get("queue_req"), token_usage=d.get("token_usage"),
             ttft_ms=d.get("ttft_ms"), itl_ms=d.get("itl_ms"), speculative=d.get("speculative") or {},
             version=d.get("version"), sources=d.get("sources") or {}, dp_ranks=d.get("dp_ranks"),
-            foreign_reqs=d.get("foreign_reqs"),
+            foreign_reqs=d.get("foreign_reqs"), running_source=d.get("running_source"),
         )
 
     @property

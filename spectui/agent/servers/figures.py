@@ -213,6 +213,24 @@ def accept_length(now, acc_ws, verify_age, gauges, log_rec, log_age, changes, bu
     return fig
 
 
+def in_decode(histograms):
+    """Requests that have their first token and have not finished, from the tokenizer's own cumulative
+    histograms (``time_to_first_token_seconds`` count minus ``e2e_request_latency_seconds`` count), or None.
+
+    Both move with each output as it happens (sglang 0.5.23 wheel, sglang/srt/managers/tokenizer_manager.py:3235-3246
+    and 3287-3298), where the ``num_running_reqs`` gauge holds the scheduler's last batch report: the count before
+    the prefill that added requests (sglang/srt/managers/scheduler_components/metrics_reporter.py:860), until the
+    next Decode log line (every ``--decode-log-interval`` iterations, metrics_reporter.py:933-934). A request
+    aborted before its first token is finished without a first token, so this can only count short: it is a lower
+    bound for the running requests."""
+    ttft = histograms.get("time_to_first_token_seconds")
+    if ttft is None or ttft.count is None:
+        return None
+    e2e = histograms.get("e2e_request_latency_seconds")
+    done = e2e.count if e2e is not None and e2e.count is not None else 0.0
+    return max(0, int(round(ttft.count - done)))
+
+
 def latency(ws, name, quantile_bound, histogram_mean):
     """p50 / p99 / mean in ms of one histogram over a window, with what a bucket can tell."""
     hist = getattr(ws, name) if ws is not None else None

@@ -209,6 +209,10 @@ class ServerTelemetry(object):
             return log_rec.get(log_key) if log_rec else None
 
         running = load("num_running_reqs", "running_req")
+        running_source = None if running is None else "metrics-gauge" if "num_running_reqs" in gauges else "decode-log"
+        decoding_now = lf.in_decode(snap.histograms) if snap is not None else None
+        if decoding_now is not None and (running is None or decoding_now > running):
+            running, running_source = decoding_now, "tokenizer-histograms"  # the gauge lags the batch that grew
         decoding = rate_ws.decode_tokens if rate_ws is not None else None
         if decoding is not None:
             busy = decoding > 0
@@ -222,8 +226,8 @@ class ServerTelemetry(object):
                 if s:
                     age = self.changes.see("last_gen_throughput", s, now)
                     busy = self.changes.moved("last_gen_throughput") and age <= SERVER_INFO_EVERY_S + lf.FRESH_S
-        if running is None:
-            running = 1 if busy else None
+        if running is None and busy:
+            running, running_source = 1, "busy"
 
         tput = lf.throughput(now, rate_ws, long_ws, gauges, log_rec, log_age, info, self.changes, running,
                              self.hold_tput, busy, dp_ranks)
@@ -262,6 +266,7 @@ class ServerTelemetry(object):
             "gen_throughput": tput,
             "per_stream": stream,
             "running_req": running,
+            "running_source": running_source,
             "queue_req": queued,
             "spectui_in_flight": spectui_in_flight,
             "foreign_reqs": foreign,
