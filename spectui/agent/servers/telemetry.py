@@ -104,6 +104,7 @@ class ServerTelemetry(object):
         self.info_at = None
         self.info_path = None
         self.seq = 0
+        self.read_at = None
         self.last_decode = None
         self.last_decode_at = None
         self.log_gap = None
@@ -155,6 +156,7 @@ class ServerTelemetry(object):
             self.sources["metrics"] = str(exc)
             return None
         try:
+            read_at = time.time()  # the wall time of the snapshot: the frame's ``t``, where its windows end
             snap = parse_metrics(text, taken_at=self.clock())
         except MetricsUnavailable as exc:
             self.sources["metrics"] = str(exc)
@@ -163,6 +165,7 @@ class ServerTelemetry(object):
             self.sources["metrics"] = "not Prometheus text (%s)" % exc
             return None
         self.sources["metrics"] = "ok"
+        self.read_at = read_at
         self.window.update(snap)
         return snap
 
@@ -258,7 +261,8 @@ class ServerTelemetry(object):
                 foreign = max(0, int(running or 0) + int(queued or 0) - spectui_in_flight)
         self.seq += 1
         return {
-            "name": self.name, "seq": self.seq, "t": time.time(), "state": state,
+            # the time the figures describe: a frame built late (a busy host) still says where its windows end
+            "name": self.name, "seq": self.seq, "t": self.read_at if snap is not None else time.time(), "state": state,
             "window_s": round(rate_ws.elapsed_s, 3) if rate_ws is not None else None,
             "accept_length": accept,
             "accept_rate": rates,
