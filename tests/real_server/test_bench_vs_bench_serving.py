@@ -1,0 +1,175 @@
+"""spectui's benchmark against SGLang's own ``python -m sglang.bench_serving --backend sglang`` on the same real
+SGLang 0.5.23 server (the tier's shared ``real-cpu``), the same prompts and the same concurrency.
+
+What is measured: a local ShareGPT-format file of prompts that all tokenize to the same length (one leading
+word, then permutations of one word list: the tiny model's byte-level BPE splits at spaces, so every prompt has
+the same tokens, whichever ones each tool samples); 8 measured requests at concurrency 2, each generating exactly
+32 tokens (``ignore_eos``: spectui's runner always, bench_serving by default, sglang 0.5.23 wheel,
+sglang/benchmark/serving.py:703; its ``--sharegpt-output-len`` fixes the length,
+sglang/benchmark/datasets/sharegpt.py:127-131), one warm-up request and a ``/flush_cache`` before the measured
+requests on both sides (bench_serving's ``--flush-cache``, serving.py:1516-1523). The two tools run alternately,
+A/B then B/A, five rounds, bench_serving's runs in one interpreter (``DRIVER``) so that they follow spectui's within seconds: a
+change in the shared machine's speed falls on both. Per run: output tok/s, the median TTFT and the mean ITL; the
+medians of these over the rounds agree within 15%. The mean ITL, not the median: a loaded client that reads two
+chunks at once records a zero gap, and bench_serving's median ITL read 0.0 in such a run here, while the mean (the
+decode time over the tokens) does not move. bench_serving spreads a chunk's gap over its tokens
+(serving.py:786-789) where spectui records the gap per chunk: without speculation a chunk is one token (a two-token
+chunk now and then, about 2% of them on a busy machine).
+"""
+from __future__ import annotations
+
+import json
+import os
+import random
+import statistics
+import subprocess
+
+import pytest
+
+from tests.real_server.conftest import NAME
+from tests.support import real_sglang as rs
+
+pytestmark = pytest.mark.xdist_group("real_server")
+
+PROMPTS = 8
+WARMUP = 1
+OUTPUT_LEN = 32
+CONCURRENCY = 2
+ROUNDS = 5
+TOLERANCE = 0.15
+WORDS = ("the model reads a prompt and writes tokens one at a time while the server keeps a cache of keys and "
+         "values for every layer so that each new token costs one step of the whole network").split()
+
+
+def sharegpt_file(path, count: int, seed: int = 7):
+    """``count`` ShareGPT conversations whose prompts have the same words in different orders."""
+    rng = random.Random(seed)
+    convs = []
+    for i in range(count):
+        words = list(WORDS)
+        rng.shuffle(words)
+        convs.append({"id": "p%d" % i, "conversations": [{"from": "human", "value": "Question: " + " ".join(words)},
+                                                         {"from": "gpt", "value": "An answer."}]})
+    path.write_text(json.dumps(convs, indent=1))
+    return path
+
+
+def preset_file(path, dataset):
+    doc = {"name": "real-cmp", "description": "the same prompts and load as sglang.bench_serving",
+           "dataset": "sharegpt", "dataset-path": str(dataset), "input-len": 1000, "output-len": OUTPUT_LEN,
+           "num-prompts": PROMPTS, "concurrency": CONCURRENCY, "warmup": WARMUP, "repeats": 1, "seed": 1}
+    path.write_text(json.dumps(doc, indent=1) + "\n")  # JSON is YAML
+    return path
+
+
+def spectui_run(tier, preset) -> dict:
+    """spectui's benchmark of the shared server: output tok/s, median TTFT and mean ITL (ms), tokens."""
+    out = tier.cli_json("bench", "--server", NAME, "--preset", str(preset), timeout=900)
+    (run,) = out["runs"]
+    assert run["state"] == "done", run
+    s = run["stats"]
+    assert s["completed"] == PROMPTS and s["errors"] == 0, s
+    return {"output_tok_s": s["output_tok_s"], "ttft_ms": s["ttft_ms"]["p50"], "itl_ms": s["itl_ms"]["mean"],
+            "output_tokens": s["output_tokens"], "input_tokens": s["prompt_tokens"]}
+
+
+#: ``python -m sglang.bench_serving`` run again and again in one interpreter: its own ``cli_main`` (the module's
+#: ``__main__``, sglang 0.5.23 wheel, sglang/bench_serving.py:23-24) on each argv read from stdin, so that the
+#: torch import (a minute on a busy 2-core machine) is paid once and the two tools' runs follow each other closely.
+DRIVER = """
+import json, sys, warnings
+warnings.simplefilter("ignore")
+from sglang.bench_serving import cli_main
+for line in sys.stdin:
+    sys.argv = ["sglang.bench_serving"] + json.loads(line)
+    try:
+        cli_main()
+        code = 0
+    except SystemExit as exc:
+        code = exc.code if isinstance(exc.code, int) else 1
+    except Exception as exc:
+        print("bench_serving failed: %r" % (exc,), flush=True)
+        code = 1
+    print("@@done %d" % code, flush=True)
+"""
+
+
+class BenchServing:
+    """SGLang's benchmark in the real-SGLang venv, one run per :meth:`run`."""
+
+    def __init__(self, python: str, cwd):
+        self.proc = subprocess.Popen([python, "-u", "-c", DRIVER], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                                     stderr=subprocess.STDOUT, text=True, cwd=str(cwd),
+                                     env=dict(os.environ, **rs.CPU_ENV))
+
+    def run(self, argv: list[str]) -> str:
+        """Run it with ``argv``; its output. Raises AssertionError with that output when it fails."""
+        self.proc.stdin.write(json.dumps(argv) + "\n")
+        self.proc.stdin.flush()
+        out = []
+        for line in self.proc.stdout:
+            if line.startswith("@@done "):
+                assert line.split()[1] == "0", "".join(out)[-3000:]
+                return "".join(out)
+            out.append(line)
+        raise AssertionError("bench_serving's interpreter ended: " + "".join(out)[-3000:])
+
+    def close(self) -> None:
+        self.proc.stdin.close()
+        try:
+            self.proc.wait(30)
+        except subprocess.TimeoutExpired:
+            self.proc.kill()
+            self.proc.wait(10)
+
+
+def bench_serving_run(bs: BenchServing, tier, port: int, dataset, out_file) -> dict:
+    """``sglang.bench_serving --backend sglang`` with the same prompts and load: output tok/s, median TTFT and
+    mean ITL (ms), tokens."""
+    if out_file.exists():
+        out_file.unlink()
+    bs.run(["--backend", "sglang", "--host", "127.0.0.1", "--port", str(port), "--model", tier.model,
+            "--tokenizer", tier.model, "--dataset-name", "sharegpt", "--dataset-path", str(dataset),
+            "--num-prompts", str(PROMPTS), "--sharegpt-output-len", str(OUTPUT_LEN),
+            "--max-concurrency", str(CONCURRENCY), "--warmup-requests", str(WARMUP), "--flush-cache",
+            "--seed", "1", "--output-file", str(out_file)])
+    d = json.loads(out_file.read_text().splitlines()[-1])
+    assert d["completed"] == PROMPTS, d
+    return {"output_tok_s": d["output_throughput"], "ttft_ms": d["median_ttft_ms"], "itl_ms": d["mean_itl_ms"],
+            "output_tokens": d["total_output_tokens"], "input_tokens": d["total_input_tokens"]}
+
+
+def alternate(tier, folder, rounds: int = ROUNDS):
+    """A/B, B/A, A/B...: ``(spectui runs, bench_serving runs)``."""
+    dataset = sharegpt_file(folder / "sharegpt.json", PROMPTS + WARMUP)
+    preset = preset_file(folder / "real-cmp.yaml", dataset)
+    bs = BenchServing(tier.python, folder)
+    a, b = [], []
+    try:
+        for i in range(rounds):  # A B, B A, A B, ...: a drift in the machine's speed falls on both evenly
+            order = ("a", "b") if i % 2 == 0 else ("b", "a")
+            for side in order:
+                if side == "a":
+                    a.append(spectui_run(tier, preset))
+                else:
+                    b.append(bench_serving_run(bs, tier, tier.started["port"], dataset,
+                                               folder / ("bench_serving_%d.jsonl" % i)))
+    finally:
+        bs.close()
+    return a, b
+
+
+def medians(runs):
+    return {k: statistics.median(r[k] for r in runs) for k in ("output_tok_s", "ttft_ms", "itl_ms")}
+
+
+@pytest.mark.timeout(3000)
+def test_spectui_bench_agrees_with_sglang_bench_serving(real_server, tmp_path):
+    a, b = alternate(real_server, tmp_path)
+    for x, y in zip(a, b):  # the same work on both sides
+        assert x["output_tokens"] == y["output_tokens"] == PROMPTS * OUTPUT_LEN, (x, y)
+        assert x["input_tokens"] == y["input_tokens"], (x, y)
+    ma, mb = medians(a), medians(b)
+    ratios = {k: ma[k] / mb[k] for k in ma}
+    assert all(abs(r - 1) <= TOLERANCE for r in ratios.values()), json.dumps(
+        {"ratios": ratios, "spectui": a, "bench_serving": b})
