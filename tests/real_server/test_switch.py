@@ -10,7 +10,8 @@ import time
 
 import pytest
 
-from spectui.agent.protocol import AgentError
+from spectui.agent.servers import process
+from spectui.agent.servers.process import proc_stat
 from tests.e2e.test_demo_tmux import port_free
 from tests.support import real_sglang as rs
 from tests.support.procs import group_pids, pid_alive
@@ -104,34 +105,54 @@ def test_switch_stops_the_running_real_server_and_starts_the_other_ready(tier):
 
 
 #: A process whose main thread ends first (as a real SGLang server's leader does after SIGTERM): it keeps its
-#: listening socket, and runs, until stdin closes.
+#: listening socket, and runs, until stdin closes; SIGTERM is ignored (its threads' exit takes longer than a grace).
 MAIN_THREAD_ENDS_FIRST = r"""
-import ctypes, socket, sys, threading
+import ctypes, signal, socket, sys, threading
+signal.signal(signal.SIGTERM, signal.SIG_IGN)
 s = socket.socket(); s.bind(("127.0.0.1", 0)); s.listen(); print(s.getsockname()[1], flush=True)
 threading.Thread(target=sys.stdin.readline).start()
 ctypes.CDLL(None).pthread_exit(None)
 """
 
 
-def test_a_stop_waits_for_a_process_whose_main_thread_ended_first():
-    from spectui.agent.servers.manager import exiting, wait_ended
-    from spectui.agent.servers.process import proc_stat
+def main_thread_gone(child):
+    deadline = time.monotonic() + 30
+    while proc_stat(child.pid)[0] != "Z" and time.monotonic() < deadline:
+        time.sleep(0.02)
+    assert not pid_alive(child.pid)  # /proc/PID/stat says Z ...
+
+
+def test_a_process_whose_main_thread_ended_first_is_alive_until_its_last_thread_ends():
     child = subprocess.Popen([sys.executable, "-c", MAIN_THREAD_ENDS_FIRST], stdin=subprocess.PIPE,
                              stdout=subprocess.PIPE, text=True)
     try:
         port = int(child.stdout.readline())
-        members = {child.pid: proc_stat(child.pid)[3]}
-        deadline = time.monotonic() + 30
-        while proc_stat(child.pid)[0] != "Z" and time.monotonic() < deadline:
-            time.sleep(0.02)
-        assert not pid_alive(child.pid)  # /proc/PID/stat says Z ...
+        ticks = proc_stat(child.pid)[3]
+        main_thread_gone(child)
         assert running(child.pid) and not port_free(port)  # ... while it runs and holds its port
-        assert exiting(members) == [child.pid]
-        with pytest.raises(AgentError, match="still ending"):
-            wait_ended(members, "main-thread-first", timeout=0.2)
+        assert process.alive(child.pid) and process.process_matches(child.pid, ticks)
         child.stdin.close()
-        wait_ended(members, "main-thread-first")
-        assert not running(child.pid) and exiting(members) == [] and port_free(port)
+        deadline = time.monotonic() + 30
+        while process.alive(child.pid) and time.monotonic() < deadline:
+            time.sleep(0.02)
+        assert not process.alive(child.pid) and not running(child.pid) and port_free(port)
+    finally:
+        child.kill()
+        child.wait(10)
+
+
+def test_a_stop_ends_a_group_whose_leaders_main_thread_ended_first():
+    """The stop goes on to SIGKILL a leader whose main thread has ended while its other threads hold the port,
+    instead of counting it gone at once (a switch to the same port then found it taken)."""
+    child = subprocess.Popen([sys.executable, "-c", MAIN_THREAD_ENDS_FIRST], stdin=subprocess.PIPE,
+                             stdout=subprocess.PIPE, text=True, start_new_session=True)
+    try:
+        port = int(child.stdout.readline())
+        main_thread_gone(child)
+        assert process.group_members(child.pid), "a leader whose threads still run is a member of its group"
+        seconds, killed, left, spared = process.terminate_group(child.pid, 0.5, reap=lambda: child.poll())
+        assert killed and not left and not spared
+        assert not running(child.pid) and port_free(port)
     finally:
         child.kill()
         child.wait(10)

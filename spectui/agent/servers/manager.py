@@ -63,7 +63,6 @@ log = logging.getLogger(__name__)
 SERVER_BENCHMARKED = "server_benchmarked"
 SWITCH_LOST = "switch_lost"  # another switch took the GPUs or port while this one ran
 RELEASE_TIMEOUT_S = 60.0
-EXIT_TIMEOUT_S = 30.0  # how long a stopped server's processes may take to end once their main threads ended
 LIST_CATCH_UP_S = 1.0  # how long a listing waits for this agent to confirm a ready state another agent saved
 CATCH_UP_S = 10.0  # how long a request waits for this agent to confirm a ready state another agent saved
 READY_TIMEOUT_S = 1800.0
@@ -120,44 +119,6 @@ def _holds(record, port, gpus):
 
 
 
-def exiting(members):
-    """Of ``members`` ({pid: start_ticks}), the pids whose process has not ended yet, whatever its
-    ``/proc/PID/stat`` says: that is its main thread's state, which reads Z as soon as the main thread has
-    ended while the process's other threads still run their exit, holding its sockets (a server's port) and
-    its memory until the last one ends (a real SGLang server's leader does this for seconds after SIGTERM)."""
-    out = []
-    for pid, ticks in sorted(members.items()):
-        st = proc_stat(pid)
-        if st is None or st[3] != ticks:
-            continue
-        try:
-            tasks = os.listdir("/proc/%d/task" % pid)
-        except OSError:
-            continue
-        for tid in tasks:
-            try:
-                with open("/proc/%d/task/%s/stat" % (pid, tid)) as fh:
-                    state = fh.read().rsplit(")", 1)[1].split()[0]
-            except (OSError, IndexError):
-                continue
-            if state not in ("Z", "X"):
-                out.append(pid)
-                break
-    return out
-
-
-def wait_ended(members, name, timeout=EXIT_TIMEOUT_S):
-    """Seconds until every process of ``members`` has ended (:func:`exiting`); raises ``stop_failed`` naming
-    those still ending after ``timeout``."""
-    t0 = time.monotonic()
-    while True:
-        left = exiting(members)
-        if not left:
-            return time.monotonic() - t0
-        if time.monotonic() - t0 >= timeout:
-            raise AgentError("stop_failed", "processes %s of %s were still ending %d s after their signal"
-                             % (", ".join(map(str, left)), name, timeout))
-        time.sleep(0.05)
 
 class ServerManager(object):
     def __init__(self, state_dir, channel, gpu_source, simulated=False):
@@ -743,9 +704,6 @@ class ServerManager(object):
         if left:
             raise AgentError("stop_failed", "processes %s of %s are still alive after SIGKILL"
                              % (", ".join(map(str, left)), name))
-        ended = dict(members)
-        ended.update((p, t) for p, t in r.get("members") or [])
-        exit_s += wait_ended(ended, name)
         if on_stage is not None:
             on_stage("waiting for GPU memory")
         released, release_s, how = self.wait_gpu_release(pids, r.get("gpus"))
@@ -863,7 +821,6 @@ class ServerManager(object):
             if left:
                 raise AgentError("stop_failed", "processes %s of %s are still alive after SIGKILL"
                                  % (", ".join(map(str, left)), name))
-            exit_s += wait_ended(members, name)
             if on_stage is not None:
                 on_stage("waiting for GPU memory")
             released, release_s, how = self.wait_gpu_release(set(members), r.get("gpus"))

@@ -37,21 +37,44 @@ def proc_session(pid):
         return None
 
 
+def running(pid, st):
+    """Whether process ``pid`` (``st``: its :func:`proc_stat`) has not ended. ``/proc/PID/stat`` gives its main
+    thread's state, which reads Z as soon as the main thread has ended while the process's other threads still run
+    their exit, holding its sockets (a server's port) and memory until the last one ends: a real SGLang server's
+    leader does this for seconds after SIGTERM. A process has ended when none of its threads runs."""
+    if st[0] not in ("Z", "X"):
+        return True
+    try:
+        tasks = os.listdir("/proc/%d/task" % pid)
+    except OSError:
+        return False
+    for tid in tasks:
+        if tid == str(pid):
+            continue
+        try:
+            with open("/proc/%d/task/%s/stat" % (pid, tid)) as fh:
+                if fh.read().rsplit(")", 1)[1].split()[0] not in ("Z", "X"):
+                    return True
+        except (OSError, IndexError):
+            continue
+    return False
+
+
 def alive(pid):
     st = proc_stat(pid)
-    return st is not None and st[0] not in ("Z", "X")
+    return st is not None and running(pid, st)
 
 
 
 
 def group_pids(pgid):
-    """Live (non-zombie) processes whose process group is ``pgid``."""
+    """Live processes (see :func:`running`) whose process group is ``pgid``."""
     out = []
     for name in os.listdir("/proc"):
         if not name.isdigit():
             continue
         st = proc_stat(int(name))
-        if st is not None and st[2] == pgid and st[0] not in ("Z", "X"):
+        if st is not None and st[2] == pgid and running(int(name), st):
             out.append(int(name))
     return sorted(out)
 
@@ -300,7 +323,7 @@ def same_process(record):
     :func:`identity`: an exec changes it); in a record without a start time, the same command line."""
     pid = record.get("pid")
     st = proc_stat(pid) if pid else None
-    if st is None or st[0] in ("Z", "X"):
+    if st is None or not running(pid, st):
         return False
     if record.get("start_ticks") is not None:
         return st[3] == record["start_ticks"] and became_other(pid, record.get("ident")) is None
@@ -312,7 +335,7 @@ def group_members(pgid):
     out = {}
     for pid in group_pids(pgid):
         st = proc_stat(pid)
-        if st is not None and st[0] not in ("Z", "X"):
+        if st is not None and running(pid, st):
             out[pid] = st[3]
     return out
 
@@ -401,9 +424,9 @@ def port_in_use(host, port):
 # the processes (pid and start time) the operator confirmed, each checked right before each signal.
 
 def process_matches(pid, start_ticks):
-    """Whether ``pid`` is alive (not a zombie) and started at ``start_ticks``."""
+    """Whether ``pid`` is alive (see :func:`running`) and started at ``start_ticks``."""
     st = proc_stat(pid)
-    return st is not None and st[0] not in ("Z", "X") and st[3] == start_ticks
+    return st is not None and running(pid, st) and st[3] == start_ticks
 
 
 def signal_confirmed(procs, sig, never=(), spared=None):
