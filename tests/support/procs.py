@@ -1,15 +1,15 @@
-"""Looking at processes from tests, through /proc (a zombie counts as gone)."""
+"""Looking at processes from tests, through /proc (a zombie counts as gone; a process whose main thread has ended
+while another of its threads runs does not: spectui.agent.servers.process.running)."""
 
 import os
 import time
 
+from spectui.agent.servers.process import proc_stat, running
+
 
 def pid_alive(pid: int) -> bool:
-    try:
-        with open(f"/proc/{pid}/stat") as fh:
-            return fh.read().rsplit(")", 1)[1].split()[0] != "Z"
-    except OSError:
-        return False
+    st = proc_stat(pid)
+    return st is not None and running(pid, st)
 
 
 def wait_gone(pid: int, timeout: float = 5.0) -> bool:
@@ -32,7 +32,7 @@ def _live_pids_where(field: int, value: int) -> list[int]:
                     rest = fh.read().rsplit(")", 1)[1].split()
             except OSError:
                 continue
-            if int(rest[field]) == value and rest[0] != "Z":
+            if int(rest[field]) == value and (rest[0] != "Z" or pid_alive(int(n))):
                 out.append(int(n))
     return out
 
