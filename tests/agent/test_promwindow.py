@@ -146,7 +146,7 @@ def test_metrics_window_class(snaps):
 def test_counter_increase():
     assert counter_increase(10, 25) == (15, False)
     assert counter_increase(25, 7) == (7, True)  # went down: restarted, rose by 7
-    assert counter_increase(None, 7) == (None, False)
+    assert counter_increase(None, 7) == (7, False)  # appeared (a labelled series' first sample): rose from zero
     assert counter_increase(5, None) == (None, False)
 
 

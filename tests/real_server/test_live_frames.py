@@ -190,9 +190,6 @@ def test_ttft_and_itl_are_present_with_source_and_window_and_agree_with_the_clie
     assert 0 < f.ttft_ms["mean"] <= max(c_ttft) * (1 + TOLERANCE), (f.ttft_ms, c_ttft)
 
 
-@pytest.mark.xfail(strict=True, reason="spectui/agent/servers/metrics.py: histogram_increase(None, cur) is None; a "
-                   "series absent from a window's first snapshot (no sample before its first observation) must count "
-                   "from zero")
 def test_a_histogram_series_that_appears_inside_a_window_counts_from_zero(real_server):
     """SGLang 0.5.23 labels TTFT by ``is_streaming`` (sglang 0.5.23 wheel,
     sglang/srt/observability/metrics_collector.py:2154-2159): a labelled series has no sample until its first

@@ -21,6 +21,7 @@ from __future__ import annotations
 
 from ..servers.bounded_http import FetchFailed, fetch
 from ..servers.metrics import MetricsUnavailable, parse_metrics
+from ..servers.metrics import counter_increase as metrics_increase
 from ..servers.process import server_url
 
 #: A run whose foreign share of tokens or requests reaches this is marked.
@@ -37,15 +38,9 @@ def counter_increase(before, after, name):
     labelled, and a labelled counter has no sample until its first increment, at the first request the server
     finishes (sglang 0.5.23 wheel, sglang/srt/observability/metrics_collector.py:1855-1863 and :2109-2136), so a
     fresh server's /metrics lacks them until then."""
-    a = ((before or {}).get("counters") or {}).get(name)
-    b = ((after or {}).get("counters") or {}).get(name)
-    if b is None:
-        return None
-    if a is None:
-        a = 0.0
-    if b < a:
-        return None
-    return b - a
+    inc, reset = metrics_increase(((before or {}).get("counters") or {}).get(name),
+                                  ((after or {}).get("counters") or {}).get(name))
+    return None if reset else inc
 
 
 def server_load(gauges):

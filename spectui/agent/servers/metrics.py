@@ -403,9 +403,15 @@ def parse_metrics(text: str, taken_at: Optional[float] = None, prefix: str = PRE
 
 def counter_increase(prev: Optional[float], cur: Optional[float]) -> Tuple[Optional[float], bool]:
     """``(increase, reset)`` of a counter between two reads; a drop is a reset (the
-    counter restarted from zero, so it rose by ``cur``). ``None`` when either is missing."""
-    if prev is None or cur is None:
+    counter restarted from zero, so it rose by ``cur``). One that the earlier read lacks
+    and the later one has rose from zero: SGLang's labelled counters and histograms have
+    no sample until their first increment (sglang 0.5.23 wheel,
+    sglang/srt/observability/metrics_collector.py:1855-1863, :2109-2136), so a fresh
+    server's first requests would be lost. ``None`` when the later read lacks it."""
+    if cur is None:
         return None, False
+    if prev is None:
+        return cur, False
     if cur < prev:
         return cur, True
     return cur - prev, False
@@ -422,9 +428,12 @@ def _plus(a: Optional[float], b: Optional[float]) -> Optional[float]:
 def histogram_increase(prev: Optional[Histogram], cur: Optional[Histogram]) -> Tuple[Optional[Histogram], bool]:
     """``(bucket increases, reset)`` between two reads of one histogram. Any count going
     down, or the bucket bounds changing, is a reset: the increase is then ``cur`` itself.
-    A count or sum missing from either read is missing from the increase."""
-    if prev is None or cur is None:
+    A count or sum missing from either read is missing from the increase; a histogram the
+    earlier read lacks rose from zero (see :func:`counter_increase`)."""
+    if cur is None:
         return None, False
+    if prev is None:
+        return Histogram(list(cur.buckets), cur.count, cur.sum), False
     prev_bounds = [le for le, _ in prev.buckets]
     cur_bounds = [le for le, _ in cur.buckets]
     count = _minus(cur.count, prev.count)
