@@ -3,8 +3,8 @@ SGLang 0.5.23 server (the tier's shared ``real-cpu``), the same prompts and the 
 
 What is measured: a local ShareGPT-format file of prompts that all tokenize to the same length (one leading
 word, then permutations of one word list: the tiny model's byte-level BPE splits at spaces, so every prompt has
-the same tokens, whichever ones each tool samples); 8 measured requests at concurrency 2, each generating exactly
-32 tokens (``ignore_eos``: spectui's runner always, bench_serving by default, sglang 0.5.23 wheel,
+the same tokens, whichever ones each tool samples); 16 measured requests at concurrency 2, each generating exactly
+64 tokens (``ignore_eos``: spectui's runner always, bench_serving by default, sglang 0.5.23 wheel,
 sglang/benchmark/serving.py:703; its ``--sharegpt-output-len`` fixes the length,
 sglang/benchmark/datasets/sharegpt.py:127-131), one warm-up request and a ``/flush_cache`` before the measured
 requests on both sides (bench_serving's ``--flush-cache``, serving.py:1516-1523). The two tools run alternately,
@@ -31,9 +31,9 @@ from tests.support import real_sglang as rs
 
 pytestmark = pytest.mark.xdist_group("real_server")
 
-PROMPTS = 8
+PROMPTS = 16
 WARMUP = 1
-OUTPUT_LEN = 32
+OUTPUT_LEN = 64
 CONCURRENCY = 2
 ROUNDS = 5
 TOLERANCE = 0.15
