@@ -12,7 +12,7 @@ anchor measured in the same run (1.000: spectui says what the anchor measured):
   loads the real server, over bench_serving's own per-stream speed (1000 / its mean ITL in ms);
 * ``spectui bench``'s output tok/s, median TTFT and mean ITL over bench_serving's, the two run alternately
   (A/B x ``--rounds``) with the same prompts (a local ShareGPT-format file, prompts of equal token length), the
-  same concurrency (2) and fixed output lengths (32 tokens, EOS ignored); medians over the rounds;
+  same concurrency (2) and fixed output lengths (the test's ``OUTPUT_LEN``, EOS ignored); medians over the rounds;
 * the agent's CPU (utime + stime of its process, percent of one core) while it watches the real server under a
   load of 2 concurrent streams of 64 tokens for ``--seconds``, over the same agent watching the simulated server
   under the same load.
@@ -39,7 +39,7 @@ from spectui.agent.protocol import Event as WireEvent, Method  # noqa: E402
 from spectui.core.server_frames import ServerFrame  # noqa: E402
 from spectui.core.session import HostTarget, open_session  # noqa: E402
 from tests.real_server.test_bench_vs_bench_serving import (  # noqa: E402
-    PROMPTS, WARMUP, BenchServing, bench_serving_run, medians, preset_file, sharegpt_file)
+    OUTPUT_LEN, PROMPTS, WARMUP, BenchServing, bench_serving_run, medians, preset_file, sharegpt_file)
 from tests.support import real_sglang as rs  # noqa: E402
 from tests.support.sshd import free_port  # noqa: E402
 from tests.support.stream_client import Stream  # noqa: E402
@@ -202,8 +202,8 @@ async def main_async(args) -> None:
         live_mine = statistics.median(x for x, _ in live if x is not None) if any(x for x, _ in live) else None
         live_anchor = statistics.median(y for _, y in live)
         print()
-        print("sglang %s on this CPU, tiny model; %d rounds A/B; %d prompts, concurrency 2, 32 tokens out"
-              % (rs.REAL_VERSION, args.rounds, PROMPTS))
+        print("sglang %s on this CPU, tiny model; %d rounds A/B; %d prompts, concurrency 2, %d tokens out"
+              % (rs.REAL_VERSION, args.rounds, PROMPTS, OUTPUT_LEN))
         print("%-34s %10s %10s %7s" % ("figure", "spectui", "anchor", "ratio"))
         print("%-34s %10.2f %10.2f %s" % ("live per-stream tok/s (vs b_s)", live_mine or 0, live_anchor,
                                           ratio(live_mine, live_anchor)))
