@@ -103,13 +103,25 @@ def foreign_load(before, after, own, samples=()):
         out["why"] = "what the run sent itself is not known"
         return out
     out["known"] = True
-    out["marked"] = max(out["share"], out["requests_share"] or 0.0) >= MARK_SHARE
+    # the counters count a request when it finishes (and its tokens with it): one longer than the run, in flight
+    # from before it to after it, is in no counter's increase, and only the samples of what the server runs see it
+    flight = out["in_flight"] or {}
+    # ... when someone else's request ran in most samples (a sample read a moment before the run's own count
+    # dropped is no foreign load)
+    persistent = flight.get("median", 0) >= 1
+    out["marked"] = max(out["share"], out["requests_share"] or 0.0,
+                        flight.get("share", 0.0) if persistent else 0.0) >= MARK_SHARE
     return out
 
 
 def _in_flight(samples):
-    """Foreign requests in flight beside the run, from ``(server, own)`` samples: their mean and most."""
-    foreign = [max(0, s - o) for s, o in samples if s is not None]
-    if not foreign:
+    """Foreign requests in flight beside the run, from ``(server, own)`` samples: their mean, median and most, and
+    ``share``, the part of the requests the server ran in those samples that were not the run's."""
+    pairs = [(s, max(0, s - o)) for s, o in samples if s is not None]
+    if not pairs:
         return None
-    return {"samples": len(foreign), "mean": round(float(sum(foreign)) / len(foreign), 2), "max": max(foreign)}
+    foreign = [f for _, f in pairs]
+    served = sum(s for s, _ in pairs)
+    return {"samples": len(foreign), "mean": round(float(sum(foreign)) / len(foreign), 2), "max": max(foreign),
+            "median": sorted(foreign)[len(foreign) // 2],
+            "share": round(float(sum(foreign)) / served, 4) if served > 0 else 0.0}

@@ -89,9 +89,21 @@ def foreign_phrase(share: float, requests: int | None) -> str:
 
 
 def foreign_share(run: dict) -> float | None:
-    """The run's measured foreign share (0 for a quiet run); None where it was not measured or not known."""
+    """The run's measured foreign share (0 for a quiet run): of the tokens the server generated; of the requests it
+    ran, where only requests in flight beside the run (longer than it) marked it. None where not measured or not
+    known."""
     load = run.get("foreign_load") or {}
-    return load.get("share") if load.get("known") else None
+    if not load.get("known"):
+        return None
+    return _in_flight_share(load) or load.get("share")
+
+
+def _in_flight_share(load: dict) -> float | None:
+    """The in-flight share, where it alone marked the run (the counters saw no foreign request finish)."""
+    flight = (load.get("in_flight") or {}).get("share") or 0.0
+    if load.get("marked") and max(load.get("share") or 0.0, load.get("requests_share") or 0.0) < flight:
+        return flight
+    return None
 
 
 def foreign_sentence(run: dict) -> str | None:
@@ -99,6 +111,10 @@ def foreign_sentence(run: dict) -> str | None:
     load = run.get("foreign_load") or {}
     if not load.get("marked"):
         return None
+    flight = _in_flight_share(load)
+    if flight is not None:  # requests longer than the run: in flight beside it, finished after it
+        return (f"shared its server: {100 * flight:.0f}% of the requests the server ran while it measured (up to "
+                f"{load['in_flight'].get('max')} at once) were not this run's: {FOREIGN_NOTE}")
     return f"shared its server: {foreign_phrase(load['share'], load.get('foreign_requests'))}: {FOREIGN_NOTE}"
 
 
