@@ -20,6 +20,7 @@ is exact for the run's own and close for the others. Standard library only.
 from __future__ import annotations
 
 from ..servers.bounded_http import FetchFailed, fetch
+from ..servers.figures import in_decode
 from ..servers.metrics import MetricsUnavailable, parse_metrics
 from ..servers.metrics import counter_increase as metrics_increase
 from ..servers.process import server_url
@@ -43,11 +44,22 @@ def counter_increase(before, after, name):
     return None if reset else inc
 
 
-def server_load(gauges):
-    """Requests the server runs and queues now, from its gauges; None without ``num_running_reqs``."""
-    if "num_running_reqs" not in gauges:
+def running_now(snap):
+    """Requests the server runs now, from one ``/metrics`` snapshot: its ``num_running_reqs`` gauge, or more where
+    the tokenizer's histograms count more requests between their first token and their end (the gauge holds the
+    scheduler's last batch report, which lags a batch that grew: ``figures.in_decode``); None without the gauge."""
+    if "num_running_reqs" not in snap.gauges:
         return None
-    return int(gauges.get("num_running_reqs") or 0) + int(gauges.get("num_queue_reqs") or 0)
+    return max(int(snap.gauges.get("num_running_reqs") or 0), in_decode(snap.histograms) or 0)
+
+
+def server_load(snap):
+    """Requests the server runs and queues now (:func:`running_now` and ``num_queue_reqs``); None without
+    ``num_running_reqs``."""
+    running = running_now(snap)
+    if running is None:
+        return None
+    return running + int(snap.gauges.get("num_queue_reqs") or 0)
 
 
 def read_load(host, port):
@@ -58,9 +70,10 @@ def read_load(host, port):
         snap = parse_metrics(text.decode("utf-8", "replace"))
     except (FetchFailed, MetricsUnavailable) as exc:
         raise ValueError(str(exc))
-    if "num_running_reqs" not in snap.gauges:
+    running = running_now(snap)
+    if running is None:
         raise ValueError("its /metrics has no num_running_reqs (is --enable-metrics set?)")
-    return int(snap.gauges.get("num_running_reqs") or 0), int(snap.gauges.get("num_queue_reqs") or 0)
+    return running, int(snap.gauges.get("num_queue_reqs") or 0)
 
 
 def _part(server, own):

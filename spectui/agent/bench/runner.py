@@ -295,7 +295,7 @@ class Runner(object):
         """The server's running + queued requests now, from its ``/metrics``; None when it does not say."""
         try:
             status, body = self.http("GET", "/metrics", timeout=HTTP_TIMEOUT_S)
-            return server_load(parse_metrics(body.decode("utf-8", "replace")).gauges) if status == 200 else None
+            return server_load(parse_metrics(body.decode("utf-8", "replace"))) if status == 200 else None
         except (OSError, MetricsUnavailable, ValueError):
             return None
 

@@ -18,12 +18,12 @@ COMPACT_BELOW = 120
 
 class KeyFooter(Footer):
     DEFAULT_CSS = """
-    KeyFooter #footer-kept {
+    KeyFooter .footer-kept {
         dock: right;
         width: auto;
         height: 1;
     }
-    KeyFooter #footer-kept FooterKey.-command-palette {
+    KeyFooter .footer-kept FooterKey.-command-palette {
         dock: none;
     }
     """
@@ -36,7 +36,8 @@ class KeyFooter(Footer):
             else:
                 yield widget
         if kept:
-            with HorizontalGroup(id="footer-kept"):
+            # a class, not an id: two recomposes that overlap (the bindings changed twice) may compose it twice
+            with HorizontalGroup(classes="footer-kept"):
                 yield from kept
 
     def on_resize(self) -> None:
@@ -49,7 +50,7 @@ class KeyFooter(Footer):
 
     def _fit(self) -> None:
         """Leave out, from the last, the keys that would run under the kept ones."""
-        kept = self.query("#footer-kept")
+        kept = self.query(".footer-kept")
         if not kept:
             return
         room = self.region.width - kept.first().outer_size.width
