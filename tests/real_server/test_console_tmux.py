@@ -41,9 +41,10 @@ def stream_forever(port: int, stop: threading.Event, counts: dict) -> None:
 
 
 def header(text: str) -> bool:
-    """Whether the console's header (its first non-blank line: a capture may catch a redraw's blank top line)
-    says it is connected to this machine."""
-    top = next((ln for ln in text.splitlines() if ln.strip()), "")
+    """Whether the console's header says it is connected to this machine: the first non-blank line that names
+    spectui (a capture may catch a redraw's blank top line, and an alert's line sits above the header, e.g. a
+    found server another test stopped)."""
+    top = next((ln for ln in text.splitlines()[:4] if ln.lstrip().startswith("spectui")), "")
     return "● connected" in top and "local" in top
 
 
