@@ -12,7 +12,8 @@ anchor measured in the same run (1.000: spectui says what the anchor measured):
   loads the real server, over bench_serving's own per-stream speed (1000 / its mean ITL in ms);
 * ``spectui bench``'s output tok/s, median TTFT and mean ITL over bench_serving's, the two run alternately
   (A/B x ``--rounds``) with the same prompts (a local ShareGPT-format file, prompts of equal token length), the
-  same concurrency (2) and fixed output lengths (the test's ``OUTPUT_LEN``, EOS ignored); medians over the rounds;
+  same concurrency (2) and fixed output lengths (the test's ``OUTPUT_LEN``, EOS ignored), after one uncounted
+  bench_serving run; the figures are medians over the rounds, the ratio the median of each round's ratio;
 * the agent's CPU (utime + stime of its process, percent of one core) while it watches the real server under a
   load of 2 concurrent streams of 64 tokens for ``--seconds``, over the same agent watching the simulated server
   under the same load.
@@ -39,7 +40,7 @@ from spectui.agent.protocol import Event as WireEvent, Method  # noqa: E402
 from spectui.core.server_frames import ServerFrame  # noqa: E402
 from spectui.core.session import HostTarget, open_session  # noqa: E402
 from tests.real_server.test_bench_vs_bench_serving import (  # noqa: E402
-    OUTPUT_LEN, PROMPTS, WARMUP, BenchServing, bench_serving_run, medians, preset_file, sharegpt_file)
+    OUTPUT_LEN, PROMPTS, WARMUP, BenchServing, bench_serving_run, paired_ratios, preset_file, sharegpt_file)
 from tests.support import real_sglang as rs  # noqa: E402
 from tests.support.sshd import free_port  # noqa: E402
 from tests.support.stream_client import Stream  # noqa: E402
@@ -156,6 +157,10 @@ def live_per_stream(frames: list[ServerFrame], start: float, end: float) -> floa
     return statistics.median(vals) if vals else None
 
 
+def medians(runs: list[dict]) -> dict:
+    return {k: statistics.median(r[k] for r in runs) for k in ("output_tok_s", "ttft_ms", "itl_ms")}
+
+
 def ratio(x, y) -> str:
     return "    -" if x is None or not y else "%6.3f" % (x / y)
 
@@ -185,6 +190,7 @@ async def main_async(args) -> None:
         bs = BenchServing(host.python, folder)
         a, b, live = [], [], []
         try:
+            bench_serving_run(bs, host, real_port, dataset, folder / "bench_serving_warm.jsonl")  # not counted
             for i in range(args.rounds):
                 run = host.cli("bench", "--server", real_name, "--preset", str(preset))["runs"][0]
                 s = run["stats"]
@@ -198,7 +204,7 @@ async def main_async(args) -> None:
                              1000.0 / b[-1]["itl_ms"]))
         finally:
             bs.close()
-        ma, mb = medians(a), medians(b)
+        ma, mb, pr = medians(a), medians(b), paired_ratios(a, b)
         live_mine = statistics.median(x for x, _ in live if x is not None) if any(x for x, _ in live) else None
         live_anchor = statistics.median(y for _, y in live)
         print()
@@ -209,7 +215,7 @@ async def main_async(args) -> None:
                                           ratio(live_mine, live_anchor)))
         for key, label in (("output_tok_s", "bench output tok/s"), ("ttft_ms", "bench median TTFT ms"),
                            ("itl_ms", "bench mean ITL ms")):
-            print("%-34s %10.2f %10.2f %s" % (label + " (vs b_s)", ma[key], mb[key], ratio(ma[key], mb[key])))
+            print("%-34s %10.2f %10.2f %6.3f" % (label + " (vs b_s)", ma[key], mb[key], pr[key]))
         print("%-34s %9.2f%% %9.2f%% %s" % ("agent CPU, real vs simulated", cpu_real, cpu_sim,
                                             ratio(cpu_real, cpu_sim)))
         print("per round (spectui, bench_serving):", json.dumps({"spectui": a, "bench_serving": b, "live": live}))

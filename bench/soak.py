@@ -11,7 +11,7 @@ descriptors of the agent and of this process (the console's side) are read after
 and at the end, each as the least of ten readings over two seconds (a connection that lives for
 one poll is not a leak; a leaked one is in every reading; with ``--churn``, readings over two churn
 periods, and the agent's connections and threads checking the servers alive at each reading, its health
-checks in flight, counted apart: one left to a server that is gone counts). The warm-up lasts at least until the console's history rings are full
+checks in flight and the logs of the servers it watches, counted apart: one left to a server that is gone counts). The warm-up lasts at least until the console's history rings are full
 (``--history`` frames at 10 Hz) and the agent's metrics window is (60 s of snapshots), since
 filling them is growth by design. Floor: after the warm-up, RSS grows
 by at most 2 MB in each process, threads and file descriptors not at all.
@@ -85,11 +85,13 @@ def _socket_peers(pid: int) -> dict:
     return peers
 
 
-def usage(pid: int, live_ports=None) -> dict:
+def usage(pid: int, live_ports=None, live_files=None) -> dict:
     """RSS (kB), threads and open file descriptors of process ``pid``, from /proc. ``live_ports`` (a callable):
     the ports of servers alive now, whose health checks are in flight by design; a connection to one of them, and a
-    thread checking or watching one (named ``health-<port>``, ``tel-ext-<port>``), are counted apart (``checks``, ``check_threads``), not among the fds
-    and threads. A connection or thread left to a server that is gone still counts."""
+    thread checking or watching one (named ``health-<port>``, ``tel-ext-<port>``), are counted apart (``checks``,
+    ``check_threads``), not among the fds and threads; so is an open file that ``live_files`` (a callable) names, the
+    log of a server alive now, which watching it reads. A connection, thread or log left to a server that is gone
+    still counts."""
     out = {}
     with open(f"/proc/{pid}/status") as fh:
         for line in fh:
@@ -98,10 +100,20 @@ def usage(pid: int, live_ports=None) -> dict:
                 out["rss_kb"] = int(value.split()[0])
             elif key == "Threads":
                 out["threads"] = int(value)
-    fds = os.listdir(f"/proc/{pid}/fd")
-    out["fds"], out["checks"], out["check_threads"] = len(fds), 0, 0
+    peers = _socket_peers(pid)
+    targets = {}  # fd -> what it is open on
+    for fd in os.listdir(f"/proc/{pid}/fd"):
+        try:
+            target = os.readlink(f"/proc/{pid}/fd/{fd}")
+        except OSError:
+            continue
+        peer = peers.get(target[8:-1]) if target.startswith("socket:[") else None
+        targets[fd] = (target, peer)
+    checking = set()
+    out["check_threads"] = 0
     if live_ports is not None:
-        ports, peers = set(live_ports()), _socket_peers(pid)
+        ports = set(live_ports())
+        files = {str(f) for f in live_files()} if live_files is not None else set()
         # a health check's thread (agent/servers/watch.py), a watched found server's telemetry (telemetry.py)
         names = set(n % p for p in ports for n in ("health-%d", "tel-ext-%d"))
         tasks = os.listdir(f"/proc/{pid}/task")
@@ -112,25 +124,25 @@ def usage(pid: int, live_ports=None) -> dict:
             except OSError:
                 pass
         out["threads"] = len(tasks) - out["check_threads"]  # of one listing (Threads: was read a moment before)
-        for fd in fds:
-            try:
-                target = os.readlink(f"/proc/{pid}/fd/{fd}")
-            except OSError:
-                continue
-            if target.startswith("socket:[") and peers.get(target[8:-1]) in ports:
-                out["checks"] += 1
-        out["fds"] -= out["checks"]
+        checking = {fd for fd, (target, peer) in targets.items() if peer in ports or target in files}
+    out["checks"] = len(checking)
+    out["fds"] = len(targets) - len(checking)
+    # what each counted fd is open on: a growth names them
+    out["held"] = {f"{fd} -> {target}" + (f" (port {peer})" if peer is not None else "")
+                   for fd, (target, peer) in targets.items() if fd not in checking}
     return out
 
 
-async def settled_usage(pid: int, samples: int = 10, every_s: float = 0.2, live_ports=None) -> dict:
+async def settled_usage(pid: int, samples: int = 10, every_s: float = 0.2, live_ports=None, live_files=None) -> dict:
     """The least of each figure over ``samples`` readings: a connection or thread that lives for
     one poll is not counted, while anything leaked is there in every reading."""
     readings = []
     for _ in range(samples):
-        readings.append(usage(pid, live_ports))
+        readings.append(usage(pid, live_ports, live_files))
         await asyncio.sleep(every_s)
-    return {key: min(r[key] for r in readings) for key in readings[0]}
+    out = {key: min(r[key] for r in readings) for key in readings[0] if key != "held"}
+    out["held"] = set.intersection(*(r["held"] for r in readings))  # the fds open in every reading
+    return out
 
 
 def line(label: str, u: dict) -> str:
@@ -144,7 +156,7 @@ def line(label: str, u: dict) -> str:
 
 
 async def measure(args, link: HostLink, serving: str, what: str, samples: int = 10, fills_s: float = 0.0,
-                  live_ports=None) -> int:
+                  live_ports=None, live_files=None) -> int:
     """Warm up (at least ``fills_s``, besides the history and the agent's window), then read both processes'
     usage at the start and the end of ``--seconds`` (each the least of ``samples`` readings 0.2 s apart; the
     agent's connections to ``live_ports()`` apart, see :func:`usage`); print and judge."""
@@ -153,14 +165,20 @@ async def measure(args, link: HostLink, serving: str, what: str, samples: int = 
     me = os.getpid()
     warmup = max(args.warmup, args.history / HZ, AGENT_WINDOW_S, fills_s) + 5
     await asyncio.sleep(warmup)
-    version0 = link.version
-    start = {"agent": await settled_usage(agent_pid, samples, live_ports=live_ports),
+    heard = 0
+
+    def hear(_event) -> None:  # counted, not kept: the soak measures the console's memory
+        nonlocal heard
+        heard += 1
+    stop_hearing = link.events.subscribe(hear)
+    start = {"agent": await settled_usage(agent_pid, samples, live_ports=live_ports, live_files=live_files),
              "console": await settled_usage(me, samples)}
     t0 = time.monotonic()
     await asyncio.sleep(args.seconds)
-    end = {"agent": await settled_usage(agent_pid, samples, live_ports=live_ports),
+    end = {"agent": await settled_usage(agent_pid, samples, live_ports=live_ports, live_files=live_files),
            "console": await settled_usage(me, samples)}
-    events = link.version - version0
+    stop_hearing()
+    events = heard
     took = time.monotonic() - t0
     print(f"soak: {took:.0f} s after a {warmup:.0f} s warm-up; GPU and server frames at {HZ:g} Hz, "
           f"{what}; {events} events received ({events / took:.1f}/s)")
@@ -174,6 +192,9 @@ async def measure(args, link: HostLink, serving: str, what: str, samples: int = 
         ok = ok and not bad
         print(f"  {who} growth: RSS {grew / 1024:+.2f} MB, threads {b['threads'] - a['threads']:+d}, "
               f"fds {b['fds'] - a['fds']:+d}")
+        if b["fds"] > a["fds"]:
+            print(f"  {who}: open through the end readings, not through the first: "
+                  + ("; ".join(sorted(b["held"] - a["held"])) or "none (they came and went)"))
     return 0 if ok else 1
 
 
@@ -301,7 +322,9 @@ async def churn_soak(args) -> int:
                                  fills_s=args.found_grace + args.churn_every,
                                  # a health check of a stand-in that trickles or never answers is open until its
                                  # deadline, and the next one begins: how many depends on the churn's phase
-                                 live_ports=lambda: [p for ports in crowd.ports.values() for p in ports] + [port])
+                                 live_ports=lambda: [p for ports in crowd.ports.values() for p in ports] + [port],
+                                 # and a watched one's log is open while it lives
+                                 live_files=lambda: [stub.log for stub in list(crowd.stubs)] + [Path(tmp) / "steady.log"])
             print(f"churn: {len(churn.started)} found servers appeared, {churn.ended} vanished; the foreign load "
                   f"got {crowd.foreign_stats()['tokens']} tokens")
             print(f"churn: the link holds {len(link.servers)} servers at the end (it forgets a vanished one after "

@@ -8,11 +8,21 @@ ROOT = Path(__file__).resolve().parent.parent
 if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
+from spectui.sim.ranks import RANKS_ENV  # noqa: E402
 from tests.support.real_sglang import real_sglang_python  # noqa: E402,F401  (the real-SGLang venv, for any test)
 from tests.support.sshd import LoopbackSshd  # noqa: E402
 # the longest tests start first and workers take tests one at a time (tests/durations.json)
 from tests.support.schedule import (  # noqa: E402,F401
     pytest_addoption, pytest_collection_modifyitems, pytest_configure)
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_runtest_setup(item):
+    """Simulated servers keep their TP ranks in their own process (``SPECTUI_SIM_RANKS=inline``: the same GPU
+    memory, utilization and names, no child process per rank), unless the test is marked ``rank_processes`` (it
+    looks at the rank processes). Set before any of the test's fixtures start a server, a module's too; every
+    server the test starts inherits it: through the agent, the command line and tmux."""
+    os.environ[RANKS_ENV] = "processes" if item.get_closest_marker("rank_processes") else "inline"
 
 
 @pytest.fixture(scope="session")

@@ -1,6 +1,7 @@
 """The suite's own scheduling: recorded long tests first, everything else as collected."""
 
 import json
+from pathlib import Path
 from types import SimpleNamespace
 
 from tests.support.schedule import (RECORD_FLOOR_S, CpuRecorder, DurationRecorder, busy_seconds, longest_first,
@@ -33,6 +34,7 @@ def test_recording_adds_the_phases_replaces_what_ran_and_keeps_what_did_not(tmp_
                            "new::long": (0.0, RECORD_FLOOR_S + 1, 0.0)}.items():
         for when, seconds in zip(("setup", "call", "teardown"), phases):
             rec.pytest_runtest_logreport(SimpleNamespace(nodeid=nodeid, when=when, duration=seconds))
+    rec.pytest_runtest_logreport(SimpleNamespace(nodeid="kept::test", when="setup", duration=0.1))  # cut short
     rec.pytest_sessionfinish(None)
     assert json.loads(path.read_text()) == {"slower::now": 61.5, "kept::test": 20.0, "new::long": RECORD_FLOOR_S + 1}
     assert list(json.loads(path.read_text())) == ["slower::now", "kept::test", "new::long"]
@@ -69,3 +71,14 @@ def test_the_cpu_recorder_writes_each_test_and_the_sums(tmp_path):
     assert out["totals"] == {"tests": 2, "cpu_s": 3.0, "wall_s": 5.0}
     assert list(out["tests"]) == ["a::waits", "b::computes"]
     assert out["tests"]["a::waits"] == {"cpu_s": 2.5, "wall_s": 4.0}
+
+
+def test_recording_durations_or_cpu_in_a_parallel_run_is_refused(tmp_path):
+    import subprocess
+    import sys
+    (tmp_path / "test_one.py").write_text("def test_one():\n    pass\n")
+    for option in (["--record-durations"], ["--record-cpu", str(tmp_path / "cpu.json")]):
+        r = subprocess.run([sys.executable, "-m", "pytest", "-q", "-n", "1", "-p", "no:cacheprovider",
+                            "-p", "tests.support.schedule", *option, str(tmp_path)], capture_output=True, text=True,
+                           timeout=120, cwd=str(Path(__file__).resolve().parents[1]))
+        assert r.returncode != 0 and "run it serially" in r.stdout + r.stderr, (option, r.stdout + r.stderr)

@@ -7,6 +7,7 @@ tests and the local transport, as ``python -m spectui.agent.main``.
 from __future__ import annotations
 
 import argparse
+import importlib
 import logging
 import os
 import signal
@@ -15,16 +16,9 @@ import threading
 import time
 from concurrent.futures import ThreadPoolExecutor
 
-from . import agentlog, facts
-from .bench import methods as bench_methods, traffic
+from . import agentlog
 from .bootstrap import bundle_hash as _bundle_hash, exit_now, own_sources
-from .gpu import methods as gpu_methods
-from .gpu.select import open_source
-from .probe import methods as probe_methods
 from .protocol import DEFAULT_STATE_DIR, GPU_SOURCES, AgentError, Channel, Method, hello
-from .servers import methods as server_methods, telemetry
-from .servers.manager import ServerManager
-from .source import methods as source_methods
 
 log = logging.getLogger(__name__)
 
@@ -38,9 +32,31 @@ def agent_methods(agent):
     return {Method.PING: agent.ping, Method.HOST_FACTS: agent.host_facts, Method.AGENT_STATS: agent.agent_stats}
 
 
-# Every request method comes from one of these, each ``methods(agent) -> {name: fn(params)}``.
-METHOD_TABLES = (agent_methods, gpu_methods.methods, server_methods.methods, telemetry.methods,
-                 source_methods.methods, traffic.methods, probe_methods.methods, bench_methods.methods)
+# Every request method comes from a table, ``methods(agent) -> {name: fn(params)}``: the agent's own and those of
+# these modules, loaded with the agent (the console's first calls: facts, GPUs, servers, their telemetry) ...
+FIRST_TABLES = ("gpu.methods", "servers.methods", "servers.telemetry")
+# ... and those of these modules, each loaded with the first call of one of its methods (named by the prefix), so
+# that the agent answers its hello and the first calls without them.
+LATER_TABLES = (("source.", "source.methods"), ("traffic.", "bench.traffic"), ("probe.", "probe.methods"),
+                ("bench.", "bench.methods"))
+
+
+def method_table(module):
+    """The ``methods`` function of the agent's module ``module`` (``bench.methods``), loaded now."""
+    return importlib.import_module("." + module, __package__).methods
+
+
+class LaterBenchmarks(object):
+    """The benchmark runs on this host (the bench methods' ``BenchHost``, which the server manager asks which live
+    runs measure a server) until the bench methods load: the first use loads them, and they put their own in its
+    place."""
+
+    def __init__(self, agent):
+        self._agent = agent
+
+    def __getattr__(self, name):
+        self._agent.load_methods("bench.")
+        return getattr(self._agent.servers.benchmarks, name)
 
 
 class Agent(object):
@@ -52,12 +68,17 @@ class Agent(object):
         self._source = None
         self._source_lock = threading.Lock()
         self.pool = ThreadPoolExecutor(max_workers=16)
+        from .servers.manager import ServerManager
+
         self.servers = ServerManager(self.state_dir, channel, self.gpu_source, simulated=self.simulated)
+        self.servers.benchmarks = LaterBenchmarks(self)
         self.started = time.time()
         self._on_close = []
-        self.methods = {}
-        for table in METHOD_TABLES:
-            self.methods.update(table(self))
+        self.methods = agent_methods(self)
+        for module in FIRST_TABLES:
+            self.methods.update(method_table(module)(self))
+        self._later = dict(LATER_TABLES)  # the tables not loaded yet, by their methods' prefix
+        self._later_lock = threading.RLock()
         # Methods answered on the reading thread (cheap, and their timing matters).
         self.inline = {Method.PING, Method.AGENT_STATS}
 
@@ -65,6 +86,8 @@ class Agent(object):
     def gpu_source(self, interval_s=1.0):
         with self._source_lock:
             if self._source is None:
+                from .gpu.select import open_source
+
                 self._source = open_source(self.args.gpu_source, self.state_dir, simulated=self.simulated,
                                            interval_s=interval_s, python=sys.executable)
             return self._source
@@ -74,6 +97,8 @@ class Agent(object):
         return {"t": time.time(), "echo": params.get("echo")}
 
     def host_facts(self, params):
+        from . import facts
+
         d = facts.host_facts(self.gpu_source())
         d["simulated"] = self.simulated
         d["state_dir"] = self.state_dir
@@ -86,10 +111,35 @@ class Agent(object):
                 "threads": threading.active_count()}
 
     # --- dispatch --------------------------------------------------------------------
+    def load_methods(self, prefix):
+        """Load the table of the methods named ``prefix...`` if it is not loaded yet."""
+        with self._later_lock:
+            module = self._later.get(prefix)
+            if module is not None:
+                self.methods.update(method_table(module)(self))
+                del self._later[prefix]
+
+    def load_all_methods(self):
+        """Load every table not loaded yet; the methods, all of them."""
+        for prefix, _ in LATER_TABLES:
+            self.load_methods(prefix)
+        return self.methods
+
+    def method(self, name):
+        """The function that answers method ``name``, its module loaded now if this is its first call; None: no
+        such method."""
+        fn = self.methods.get(name)
+        if fn is None and isinstance(name, str):
+            prefix = name.split(".", 1)[0] + "."
+            if prefix in self._later:
+                self.load_methods(prefix)
+                fn = self.methods.get(name)
+        return fn
+
     def handle(self, msg):
         req_id = msg.get("id")
         method = msg.get("method")
-        fn = self.methods.get(method)
+        fn = self.method(method)
         if fn is None:
             self.channel.error(req_id, "unknown_method", "the agent has no method %r" % (method,))
             return

@@ -43,6 +43,9 @@ LIVE_STATES = SERVER_STATES[:5]
 FINAL_STATES = SERVER_STATES[5:]
 #: Up and answering requests (``unresponsive`` is up but failing its health check).
 SERVING_STATES = (ServerState.READY, ServerState.UNRESPONSIVE)
+#: The states a benchmark run ends in (``bench.status``'s ``state``); before them it is ``running``.
+BENCH_FINAL_STATES = ("done", "failed", "interrupted")
+BENCH_BUSY = "bench_busy"  # the error code of a run refused: another live run measures its server
 #: Not serving when it should: a failed start, a crash, a failing health check.
 DOWN_STATES = (ServerState.UNRESPONSIVE, ServerState.CRASHED, ServerState.FAILED)
 #: Where a server on the host came from: started by spectui, found running, or found and adopted.
@@ -122,6 +125,19 @@ MIN_TELEMETRY_INTERVAL_S = 0.1
 STOP_GRACE_S = 20.0
 #: The host's state folder (server records, logs, benchmark runs).
 DEFAULT_STATE_DIR = "~/.cache/spectui"
+
+# The HTTP paths the agent polls on each server it watches: /metrics and /server_info (or /get_server_info)
+# for telemetry (servers/telemetry.py), the health check's (servers/watch.py). uvicorn logs each poll as an
+# access line in the server's log; the console hides those lines (spectui.core.console.logs.is_poll_line).
+METRICS_PATH = "/metrics"
+INFO_PATHS = ("/server_info", "/get_server_info")   # /get_server_info: the name before 0.4.7
+HEALTH_PATHS = INFO_PATHS + ("/ready", "/model_info", "/get_model_info")
+# A multi-node server's nodes of rank 1 and up serve no API: once their schedulers are up they start a
+# health-check-only server on the port, whose /health answers 200 without generating (sglang 0.5.23 wheel,
+# sglang/srt/entrypoints/engine.py:1234-1290 and sglang/srt/utils/common.py:3624,
+# launch_dummy_health_check_server). That answer is such a node's readiness; it logs no ready line.
+FOLLOWER_HEALTH_PATHS = ("/health",)
+POLLED_PATHS = (METRICS_PATH,) + HEALTH_PATHS + FOLLOWER_HEALTH_PATHS
 
 # Events the agent pushes that the client's transport layer handles itself.
 EVENT_AGENT_LOG = Event.AGENT_LOG   # one of the agent's log records (see agentlog.py)

@@ -29,15 +29,14 @@ import asyncio
 import logging
 import sys
 
-from spectui.agent.protocol import ServerState
-from spectui.cli.hostopts import (add_host_options, demo_profiles, command_line, explain_connect_error, has_host, host_words,
-                                  refuse_on_problems, run_with_passphrase_prompt, target_from_args)
+from spectui.agent.protocol import BENCH_FINAL_STATES, Method, ServerState
+from spectui.cli.hostopts import (add_host_options, demo_profiles, explain_connect_error, has_host, refuse_on_problems, run_with_passphrase_prompt, target_from_args)
 from spectui.cli.output import ProgressLine
-from spectui.cli.tune import concurrency_list, preset_for
+from spectui.cli.benchshared import CompareProgress, Reconnector, concurrency_list, preset_for
+from spectui.cli.sweep import sweep
 from spectui.core.bench import (
     BenchClient,
     BenchError,
-    CompareEvent,
     PresetError,
     load_presets,
     render_comparison,
@@ -46,13 +45,13 @@ from spectui.core.bench import (
 )
 from spectui.core.bench.compare import link_collected_runs
 from spectui.core.bench.presets import PRESETS_PATH_ENV, user_preset_dir
-from spectui.core.bench.runs import FINAL_STATES, RunCollector, collect_unsaved, host_label, result_from, watch_running
+from spectui.core.bench.runs import RunCollector, collect_unsaved, host_label, result_from, watch_running
 from spectui.core.bench.table import render_run_detail, render_runs, to_json
 from spectui.core.errors import Disconnected, SpectuiError
 from spectui.core.flagcheck import check_on_host
 from spectui.core.history import HistoryStore
 from spectui.core.profiles import ProfileError, load_profiles
-from spectui.core.session import HostTarget, Session, open_session, reopen_session
+from spectui.core.session import HostTarget, Session, open_session
 
 RECONNECT_FOR_S = 120.0
 
@@ -127,68 +126,6 @@ def _list_presets(fmt: str) -> int:
     return 1 if lib.errors else 0
 
 
-class CompareProgress:
-    """A comparison's steps: on a terminal one line updated in place; in a file or a pipe one line per
-    switch, per state of each run on the host (starting, warmup, flushing, running, finishing) and per
-    finished run."""
-
-    def __init__(self) -> None:
-        self.out = ProgressLine()
-
-    def __call__(self, ev: CompareEvent) -> None:
-        where = f"[{ev.index}/{ev.total}]"
-        run = f"{where} {ev.profile} c={ev.concurrency} repeat {ev.repeat}"
-        if ev.kind == "switching":
-            self.out.show(f"{where} switching to {ev.profile}")
-        elif ev.kind == "switch_failed":
-            self.out.show(f"{where} {ev.profile}: {ev.detail}")
-        elif ev.kind == "run_started":
-            self.out.show(f"{run}: starting", stage=(run, "starting"))
-        elif ev.kind == "progress" and ev.progress is not None and not ev.progress.finished:
-            # the run's last state is the run_finished line
-            self.out.show(f"{run}: {ev.progress.line()}", stage=(run, ev.progress.state))
-        elif ev.kind == "run_finished" and ev.result is not None:
-            s = ev.result.stats
-            tok = s.get("output_tok_s")
-            self.out.show(f"{where} {ev.profile} c={ev.concurrency} repeat {ev.repeat}: {ev.result.state}, "
-                          f"{tok:.1f} tok/s" if tok is not None else f"{where} {ev.profile}: {ev.result.state}")
-        elif ev.kind in ("finished", "interrupted"):
-            self.out.done()
-
-
-def collect_command(args: argparse.Namespace, run_id: str) -> str:
-    """The exact ``spectui bench --collect RUN_ID`` command for the host these ``args`` name."""
-    return command_line(["spectui", "bench", "--collect", run_id, *host_words(args)])
-
-
-class Reconnector:
-    """Opens a new session after a drop, within ``--reconnect-for`` seconds; else raises
-    :class:`Disconnected` with the sentence that says the run goes on and how to collect it."""
-
-    def __init__(self, args: argparse.Namespace, target: HostTarget, session: Session):
-        self.args, self.target, self.session = args, target, session
-
-    async def __call__(self, lost: Disconnected, run_id: str) -> Session:
-        where = host_label(self.session)
-        await self.session.close()
-        within = max(0.0, self.args.reconnect_for)
-        if within > 0:
-            print(f"spectui: {lost} Run {run_id} goes on on the host; reconnecting for up to {within:g} s",
-                  file=sys.stderr)
-            try:
-                self.session = await reopen_session(
-                    self.target, within_s=within,
-                    on_retry=lambda why, wait: print(f"spectui: {why} (again in {wait:.0f} s)", file=sys.stderr))
-                print(f"spectui: reconnected to {where}; following run {run_id} on", file=sys.stderr)
-                return self.session
-            except SpectuiError as exc:
-                lost = Disconnected(str(exc))
-        why = str(lost).rstrip(".")
-        tried = f" and could not reconnect within {within:g} s" if within > 0 else ""
-        raise Disconnected(f"{why}{tried}: run {run_id} goes on on the host; collect it with: "
-                           f"{collect_command(self.args, run_id)}") from None
-
-
 async def _compare(args: argparse.Namespace, target: HostTarget) -> int:
     lib = demo_profiles(args, load_profiles(args.profile_paths))
     names = _profile_list(args.profiles)
@@ -234,7 +171,7 @@ async def _single(args: argparse.Namespace, target: HostTarget) -> int:
     try:
         server = args.server
         if not server:
-            ready = [s["name"] for s in (await session.client.call("servers.list", timeout=30))["servers"]
+            ready = [s["name"] for s in (await session.client.call(Method.SERVERS_LIST, timeout=30))["servers"]
                      if s["state"] == ServerState.READY]
             if len(ready) != 1:
                 raise BenchError("no server is ready on the host: start one (spectui servers start PROFILE) or "
@@ -308,7 +245,7 @@ async def _cancel(args: argparse.Namespace, target: HostTarget) -> int:
         print(f"run {args.cancel}: {st.get('state')}" + (f" ({st['reason']})" if st.get("reason") else ""))
     print("the console or command that started it saves what it measured; if none follows it any more, "
           "spectui bench --collect does")
-    return 0 if st.get("state") in ("done", "failed", "interrupted") else 1
+    return 0 if st.get("state") in BENCH_FINAL_STATES else 1
 
 
 async def _collect_one(session: Session, store: HistoryStore, run_id: str) -> list:
@@ -318,7 +255,7 @@ async def _collect_one(session: Session, store: HistoryStore, run_id: str) -> li
                                             if p.run_id == run_id else None)
     try:
         st = await BenchClient(session).status(run_id)  # an unknown id: the host's one sentence
-        if st.get("state") not in FINAL_STATES:
+        if st.get("state") not in BENCH_FINAL_STATES:
             await BenchClient(session).watch(run_id)
         col = await RunCollector(run_id).wait(session)
     finally:
@@ -365,7 +302,6 @@ def run(args: argparse.Namespace) -> int:
                 print("spectui: a sweep takes one PROFILE and --sweep FLAG=V1,V2 (not --profiles), e.g. "
                       "spectui bench kimi-ngram --sweep num-draft-tokens=3,4 --demo", file=sys.stderr)
                 return 2
-            from spectui.cli.sweep import sweep
             action = sweep
         else:
             if not args.preset:

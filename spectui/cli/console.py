@@ -10,15 +10,20 @@ import argparse
 import os
 import sys
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from spectui.cli.hostopts import (add_host_options, command_line, demo_ports, destinations_of, host_option_words,
                                   host_settings, host_words, target_from_args, targets_from_args)
-from spectui.core.demo_ports import DemoPortError, DemoPorts, plan_demo_ports
 from spectui.core.paths import demo_state_dir
-from spectui.core.profiles import load_profiles
-from spectui.core.session import HostTarget
 from spectui.core.settings import TELEMETRY_HZ_MAX, Settings
 from spectui.core.textsafe import shortened_lines
+
+if TYPE_CHECKING:
+    from spectui.core.demo_ports import DemoPorts
+    from spectui.core.session import HostTarget
+
+# The profiles, the demo's ports and the session load in run(), after this host's agent has started (a demo's
+# starts first of all): registering the commands' options loads none of them.
 
 TELEMETRY_HZ_DEFAULT = 1.0
 MAX_DEMO_HOSTS = 8
@@ -105,6 +110,9 @@ def register(sub: argparse._SubParsersAction) -> None:
 def demo_hosts(args: argparse.Namespace, settings: Settings, library, first: DemoPorts):
     """``spectui demo --hosts N``: N simulated hosts, each with its own state folder (the first the demo's, then
     ``DIR-2``, ``DIR-3``, ...) and its servers on ports of its own, (target, profiles) each."""
+    from spectui.core.demo_ports import plan_demo_ports
+    from spectui.core.session import HostTarget
+
     state = args.state_dir or demo_state_dir()
     base = args.port_base if args.port_base is not None else settings.demo_port_base
     if base is None:
@@ -143,6 +151,8 @@ def connect_destinations(args: argparse.Namespace, settings: Settings) -> list[s
 
 def build_target(args: argparse.Namespace, settings: Settings | None = None,
                  ports: DemoPorts | None = None) -> HostTarget:
+    from spectui.core.session import HostTarget
+
     if args.console == "demo":
         return HostTarget.demo(args.state_dir, ports=ports)
     if not args.destination and settings is not None:
@@ -192,13 +202,23 @@ def run(args: argparse.Namespace) -> int:
     if no_host:
         print(f"spectui: {no_host}", file=sys.stderr)
         return 2
+    if args.console == "demo" and not 1 <= args.hosts <= MAX_DEMO_HOSTS:
+        print(f"spectui demo: --hosts must be from 1 to {MAX_DEMO_HOSTS}, not {args.hosts}.", file=sys.stderr)
+        return 2
+    terminal = sys.stdout.isatty() and sys.stdin.isatty()
+    from spectui.core.session import start_agent_early
+
+    if terminal and args.console == "demo" and args.hosts == 1:
+        # the demo host's agent starts first of all, while the console loads its profiles and its code (the first
+        # frame waits for whichever is later); one that goes unused (a refusal below) is stopped at exit
+        start_agent_early(build_target(args))
+    from spectui.core.demo_ports import DemoPortError
+    from spectui.core.profiles import load_profiles
+
     library = load_profiles(args.profiles)
     ports = None
     hosts = None
     if args.console == "demo":
-        if not 1 <= args.hosts <= MAX_DEMO_HOSTS:
-            print(f"spectui demo: --hosts must be from 1 to {MAX_DEMO_HOSTS}, not {args.hosts}.", file=sys.stderr)
-            return 2
         try:
             ports = demo_ports(args, settings, library)
             if args.hosts > 1:
@@ -207,21 +227,23 @@ def run(args: argparse.Namespace) -> int:
             print(f"spectui demo: {exc}", file=sys.stderr)
             return 2
         library = ports.apply(library)
-    if not sys.stdout.isatty() or not sys.stdin.isatty():
+    if not terminal:
         print("spectui: the console needs a terminal; for scripts use `spectui status` and `spectui servers`.",
               file=sys.stderr)
         return 2
-    from spectui.ui.app import SpectuiApp  # Textual loads only for the console
-
     target = build_target(args, settings, ports)
     if args.console == "connect" and len(connect_destinations(args, settings)) > 1:
         hosts = [(t, library) for t in targets_from_args(args, connect_destinations(args, settings))]
+    for host_target in [t for t, _ in hosts] if hosts else [target]:
+        start_agent_early(host_target)  # this machine's agents start while the console loads
+    from spectui.ui.app import SpectuiApp  # Textual loads only for the console
+
     app = SpectuiApp(target, library=library, keep=getattr(args, "keep", False), telemetry_hz=hz,
                      traffic=not getattr(args, "no_traffic", False), settings=settings, again=again_commands(args),
                      record=args.record, traffic_scenario=scenario, hosts=hosts)
     app.run()
     if app.exit_note:  # it may quote what the host said: each line cut to a readable length
-        print(shortened_lines(app.exit_note))
+        print(shortened_lines(app.exit_note), file=sys.stderr)
     return app.return_code or 0
 
 

@@ -20,7 +20,8 @@ from spectui.agent.logs.follow import kind_of
 from spectui.core.bench.sglang_import import (IMPORT_LIMIT_BYTES, SGLANG_JSONL, SGLANG_PRINTED, SPECTUI_EXPORT,
                                               SglangImportError, detect_format, parse_sglang_jsonl, result_from_row,
                                               results_from_printed)
-from spectui.core.bench.table import render_comparison, render_run_detail, to_json
+from spectui.core.bench.table import render_comparison, render_run_detail, to_json, with_positions
+from spectui.core.cells import pad, widths
 from spectui.core.errors import SpectuiError
 from spectui.core.history import EXPORT_FORMATS, HistoryStore, ImportOutcome, default_path
 
@@ -74,9 +75,9 @@ def cmd_list(args: argparse.Namespace) -> int:
         return 0
     rows = [("ID", "WHEN", "HOST", "WHAT", "STATE", "")] + [
         (e.id, _when(e.when), e.host, e.what, e.state, e.detail) for e in entries]
-    widths = [max(len(str(r[i])) for r in rows) for i in range(5)]
+    cols = widths([str(c) for c in r[:5]] for r in rows)
     for r in rows:
-        print("  ".join(str(r[i]).ljust(widths[i]) for i in range(5)) + "  " + r[5])
+        print("  ".join(pad(str(r[i]), cols[i]) for i in range(5)) + "  " + r[5])
     return 0
 
 
@@ -87,7 +88,7 @@ def cmd_show(args: argparse.Namespace) -> int:
         print(render_comparison(item, args.format), end="")
         return 0
     if args.format == "json":
-        print(to_json(item))
+        print(to_json(with_positions(item)))
     elif args.format in ("markdown", "csv"):
         print(store.export([args.id], "md" if args.format == "markdown" else "csv"), end="")
     else:

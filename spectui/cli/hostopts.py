@@ -7,21 +7,22 @@ what the command line gives wins.
 from __future__ import annotations
 
 import argparse
-import asyncio
 import dataclasses
-import getpass
 import shlex
 import sys
+from typing import TYPE_CHECKING
 
 from spectui.agent.protocol import GPU_SOURCES
-from spectui.core.demo_ports import DemoPorts, plan_demo_ports
 from spectui.core.errors import HostKeyUnknown, KeyPassphraseNeeded
 from spectui.core.paths import demo_state_dir
-from spectui.core.profiles import ProfileLibrary
-from spectui.core.profiles.multinode import is_node_host
-from spectui.core.session import HostTarget, open_session
-from spectui.core.settings import Settings, load_settings
-from spectui.core.transport.ssh import SshOptions
+
+# Registering a command's options loads none of these: each is imported by the function that uses it.
+if TYPE_CHECKING:
+    from spectui.core.demo_ports import DemoPorts
+    from spectui.core.profiles import ProfileLibrary
+    from spectui.core.session import HostTarget
+    from spectui.core.settings import Settings
+    from spectui.core.transport.ssh import SshOptions
 
 CONNECT_TIMEOUT_S = 15.0
 
@@ -85,6 +86,8 @@ def add_host_options(parser: argparse.ArgumentParser, *, positional: bool = Fals
 
 def host_settings(args: argparse.Namespace, *, report: bool = True) -> Settings:
     """The settings file, read once per command; with ``report``, each problem in it is printed (not fatal)."""
+    from spectui.core.settings import load_settings
+
     settings = getattr(args, "_settings", None)
     if settings is None:
         settings = load_settings()
@@ -98,6 +101,8 @@ def host_settings(args: argparse.Namespace, *, report: bool = True) -> Settings:
 def demo_ports(args: argparse.Namespace, settings: Settings, library: ProfileLibrary) -> DemoPorts:
     """Where the demo's servers listen: --port-base, else the settings' demo.port_base, else the profiles'
     ports with taken ones moved; a port base that is out of range or in use raises DemoPortError."""
+    from spectui.core.demo_ports import plan_demo_ports
+
     base, base_from = getattr(args, "port_base", None), "--port-base"
     if base is None and settings.demo_port_base is not None:
         base, base_from = settings.demo_port_base, f"demo.port_base in {settings.path}"
@@ -117,6 +122,8 @@ def demo_profiles(args: argparse.Namespace, library: ProfileLibrary) -> ProfileL
 
 def ssh_options(args: argparse.Namespace, settings: Settings) -> SshOptions:
     """The SSH options: each from the command line when given, else from the settings, else the default."""
+    from spectui.core.transport.ssh import SshOptions
+
     d = settings.ssh
     timeout = args.connect_timeout if args.connect_timeout is not None else d.connect_timeout
     return SshOptions(
@@ -135,6 +142,8 @@ def has_host(args: argparse.Namespace) -> bool:
 
 
 def target_from_args(args: argparse.Namespace) -> HostTarget:
+    from spectui.core.session import HostTarget
+
     if getattr(args, "demo", False):
         t = HostTarget.demo(args.state_dir)
         t.gpu_source = args.gpu_source
@@ -161,6 +170,8 @@ def targets_from_args(args: argparse.Namespace, destinations: list[str] | None =
 
 
 def _target_for(args: argparse.Namespace, dest: str) -> HostTarget:
+    from spectui.core.session import HostTarget
+
     if dest == "local":
         return HostTarget(kind="local", python=args.python, simulated=args.sim, state_dir=args.state_dir,
                           gpu_source=args.gpu_source)
@@ -228,6 +239,9 @@ def refuse_on_problems(problems: list, closing: str) -> bool:
 
 def run_with_passphrase_prompt(target: HostTarget, fn):
     """``asyncio.run(fn(target))``; an encrypted identity file asks for its passphrase on a terminal."""
+    import asyncio
+    import getpass
+
     try:
         return asyncio.run(fn(target))
     except KeyPassphraseNeeded:
@@ -250,6 +264,8 @@ def node_targets(args: argparse.Namespace, profile) -> list[HostTarget] | None:
     """A multi-node profile's hosts, rank 0 first: --host names any one of its nodes, and the others are reached
     with the same host and SSH options; None for a profile without nodes. NodeHostError when --host is none of
     them."""
+    from spectui.core.profiles.multinode import is_node_host
+
     if profile is None or not profile.nodes:
         return None
     given = target_from_args(args)
@@ -278,6 +294,10 @@ def run_on_nodes(targets: list[HostTarget], fn):
 async def open_sessions(targets: list[HostTarget]) -> list:
     """A session on each of ``targets``, opened at once; when one fails, the others are closed and its error
     raised."""
+    import asyncio
+
+    from spectui.core.session import open_session
+
     opened = await asyncio.gather(*(open_session(t) for t in targets), return_exceptions=True)
     failed = [r for r in opened if isinstance(r, BaseException)]
     if failed:

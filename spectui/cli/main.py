@@ -1,34 +1,86 @@
-"""The ``spectui`` command line: one module per command group, each exposing ``register``."""
+"""The ``spectui`` command line: one module per command group, each exposing ``register``.
+
+A command's module is imported only when that command is chosen: ``spectui --help`` lists every command
+from :data:`COMMANDS` without loading any of them (nor SSH, the console or the schema library), and
+``spectui CMD --help`` shows the options its module registers.
+"""
 
 from __future__ import annotations
 
 import argparse
-import importlib
-import logging
 import sys
 
-from spectui import __version__
 from spectui.cli.output import closed_stdout_status, guarded_output
-from spectui.core import logsetup
-from spectui.core.logsetup import LogSettingError
 from spectui.core.paths import log_file
-from spectui.core.profiles.secret_flags import redact_argv
 
-# Each entry is a module under spectui.cli with ``register(subparsers)``; the registered
-# parser sets ``func`` (called with the parsed args, returns an exit status).
-COMMAND_MODULES = [
-    "status",
-    "profiles",
-    "servers",
-    "source",
-    "logs",
-    "probe",
-    "console",
-    "bench",
-    "tune",
-    "history",
-    "recording",
-]
+# Each command: the module under spectui.cli whose ``register(subparsers)`` adds it, and its line in
+# ``spectui --help`` (the same words the module registers). The registered parser sets ``func`` (called
+# with the parsed args, returns an exit status).
+COMMANDS = {
+    "status": ("status", "show a host's facts and one GPU sample, or one line for each of several hosts"),
+    "profiles": ("profiles", "list and check server profiles"),
+    "servers": ("servers", "list, describe, start, stop, adopt and switch SGLang servers on a host"),
+    "source": ("source", "browse and search SGLang's source on a host"),
+    "logs": ("logs", "read SGLang server logs"),
+    "probe": ("probe", "measure the all-reduce cost of decode and verify steps, and predict the break-even L*"),
+    "connect": ("console", "open the console on GPU hosts over SSH"),
+    "demo": ("console", "open the console on the built-in simulated 8-GPU host"),
+    "replay": ("console", "play a recorded session in the console (read-only)"),
+    "bench": ("bench", "benchmark a server, or compare profiles against a baseline"),
+    "tune": ("tune", "find the best speculative setting of a profile: predict, measure the best few, recommend"),
+    "history": ("history", "benchmark runs and comparisons kept by spectui"),
+    "recording": ("recording", "look into a recorded session, or export its series"),
+    "exporter": ("exporter", "serve live Prometheus metrics of GPU hosts and their SGLang servers"),
+    "config": ("config", "show the settings in force and where each came from"),
+    "completion": ("completion", "print the shell completion script (bash, zsh or fish)"),
+}
+# Commands not listed in ``spectui --help``: the command and its module.
+HIDDEN_COMMANDS = {"__complete": "completion"}  # called by the completion scripts
+COMMAND_MODULES = list(dict.fromkeys(module for module, _ in COMMANDS.values()))
+
+
+class _Commands(argparse._SubParsersAction):
+    """The commands, each listed with its help line; a command's parser is built (its module imported)
+    when the command is chosen, or by :meth:`load`."""
+
+    def __init__(self, *args, **kwargs) -> None:
+        super().__init__(*args, **kwargs)
+        for name, (_, help_line) in COMMANDS.items():
+            self._choices_actions.append(self._ChoicesPseudoAction(name, (), help_line))
+            self._name_parser_map[name] = None  # a valid choice; its parser comes with its module
+        self._name_parser_map.update(dict.fromkeys(HIDDEN_COMMANDS))
+
+    def load(self, name: str) -> argparse.ArgumentParser:
+        """The parser of command ``name``, its module's commands registered on first use."""
+        if self._name_parser_map[name] is None:
+            scratch = argparse._SubParsersAction(option_strings=[], prog=self._prog_prefix,
+                                                 parser_class=self._parser_class)
+            # the import statement's machinery (not importlib's), so ``python -X importtime`` lists the module
+            module_name = COMMANDS[name][0] if name in COMMANDS else HIDDEN_COMMANDS[name]
+            module = __import__("spectui.cli." + module_name, fromlist=["register"])
+            module.register(scratch)
+            for registered, parser in scratch._name_parser_map.items():
+                _add_log_options_below(parser)
+                self._name_parser_map[registered] = parser
+        return self._name_parser_map[name]
+
+    def __call__(self, parser, namespace, values, option_string=None):
+        self.load(values[0])
+        super().__call__(parser, namespace, values, option_string)
+
+
+class _Version(argparse._VersionAction):
+    """``--version``: the installed version, read only when asked for, and the folder of the shipped data
+    (profiles, presets, prompts, the Grafana dashboard)."""
+
+    def __call__(self, parser, namespace, values, option_string=None):
+        from spectui import __version__
+        from spectui.core.paths import shipped_data_dir
+
+        data = shipped_data_dir("")
+        kinds = ", ".join(sorted(p.name for p in data.iterdir() if p.is_dir() and not p.name.startswith("_")))
+        sys.stdout.write(f"spectui {__version__}\nshipped data: {data} ({kinds})\n")
+        parser.exit()
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -36,12 +88,9 @@ def build_parser() -> argparse.ArgumentParser:
         prog="spectui",
         description="Terminal operator console for SGLang speculative decoding.",
     )
-    parser.add_argument("--version", action="version", version="spectui " + __version__)
+    parser.add_argument("--version", action=_Version)
     add_log_options(parser, None)
-    sub = parser.add_subparsers(dest="command", metavar="COMMAND")
-    for name in COMMAND_MODULES:
-        importlib.import_module("spectui.cli." + name).register(sub)
-    _add_log_options_below(parser)
+    parser.add_subparsers(dest="command", metavar="COMMAND", action=_Commands)
     return parser
 
 
@@ -55,11 +104,12 @@ def add_log_options(parser: argparse.ArgumentParser, default) -> None:
 
 
 def _add_log_options_below(parser: argparse.ArgumentParser) -> None:
+    """A command's parser and each of its sub-commands' take the log options too."""
+    # SUPPRESS: a command's parser sets them only when given there, not over the global ones
+    add_log_options(parser, argparse.SUPPRESS)
     for action in parser._actions:
         if isinstance(action, argparse._SubParsersAction):
             for child in set(action.choices.values()):
-                # SUPPRESS: a command's parser sets them only when given there, not over the global ones
-                add_log_options(child, argparse.SUPPRESS)
                 _add_log_options_below(child)
 
 
@@ -88,13 +138,21 @@ def _run(argv: list[str] | None) -> int:
     if not getattr(args, "func", None):
         parser.print_help()
         return 2
+    import logging
+
+    from spectui.core import logsetup
+
     try:
         config = logsetup.configure(debug=args.debug, log_file_path=args.log_file)
-    except LogSettingError as exc:
+    except logsetup.LogSettingError as exc:
         print(f"spectui: {exc}", file=sys.stderr)
         return 2
     log = logging.getLogger(__name__)
-    log.info("spectui %s: %s (log level %s)", __version__, " ".join(redact_argv(argv)), config.level_name)
+    if log.isEnabledFor(logging.INFO):  # the version is read from the installed metadata only for the log
+        from spectui import __version__
+        from spectui.core.profiles.secret_flags import redact_argv
+
+        log.info("spectui %s: %s (log level %s)", __version__, " ".join(redact_argv(argv)), config.level_name)
     try:
         return int(args.func(args) or 0)
     except KeyboardInterrupt:

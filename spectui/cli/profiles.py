@@ -25,6 +25,7 @@ from spectui.core.profiles import (
     user_profile_dir,
 )
 from spectui.core.profiles.loader import expand_profile_paths, read_profile_file
+from spectui.core.profiles.spec_text import profile_settings, settings_text
 from spectui.core.profiles.render import DEFAULT_IMAGE, TARGETS as RENDER_TARGETS, RenderError, render
 from spectui.cli import profiles_import
 from spectui.cli.hostopts import add_host_options, explain_connect_error, has_host, run_with_passphrase_prompt, target_from_args
@@ -47,8 +48,8 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     p_list = sub.add_parser(
         "list",
         help="show the profiles with their speculative settings",
-        description="Show every profile: name, algorithm, steps, topk, draft tokens, draft model "
-        "and source file. Exits 1 if some profiles could not be loaded (they are reported on stderr).",
+        description="Show every profile: name, algorithm, speculative settings as SGLang resolves them (as the "
+        "console writes them), draft model and source file; --json adds the flags as written. Exits 1 if some profiles could not be loaded (they are reported on stderr).",
     )
     p_list.add_argument("--json", action="store_true", help="print JSON instead of a table")
     p_list.set_defaults(func=cmd_list)
@@ -114,6 +115,7 @@ def _row(profile: Profile, library: ProfileLibrary) -> dict:
         "topk": spec["topk"],
         "draft_tokens": spec["draft_tokens"],
         "draft_model": spec["draft_model"],
+        "settings": settings_text(profile_settings(profile)),
         "extends": profile.extends,
         "tags": list(profile.tags),
         "source": profile.source,
@@ -136,18 +138,20 @@ def cmd_list(args: argparse.Namespace) -> int:
     elif not rows and library.errors:
         files = len(set(getattr(e, "path", None) or str(e) for e in library.errors))
         print(f"no usable profile: {files} profile file{'s' if files != 1 else ''} could not be loaded "
-              f"(the problems follow)")
+              f"(the problems follow)", file=sys.stderr)
     elif not rows:
-        print(f"no profiles found; put YAML files in {user_profile_dir()} or set ${PROFILES_PATH_ENV}")
+        print(f"no profiles found; put YAML files in {user_profile_dir()} or set ${PROFILES_PATH_ENV}",
+              file=sys.stderr)
     else:
-        headers = ["NAME", "ALGORITHM", "STEPS", "TOPK", "DRAFT TOKENS", "DRAFT MODEL", "SOURCE"]
+        # the settings as the console's speculative panel and profiles list write them (one function)
+        headers = ["NAME", "ALGORITHM", "SETTINGS", "DRAFT MODEL", "SOURCE"]
         table = [headers]
         for row in rows:
             source = _display_path(row["source"]) + (" (overrides shipped)" if row["overrides"] else "")
             table.append([
                 row["name"],
                 row["algorithm"] or "-",
-                *("-" if row[k] is None else str(row[k]) for k in ("num_steps", "topk", "draft_tokens")),
+                row["settings"] or "-",
                 row["draft_model"] or "-",
                 source,
             ])
@@ -184,10 +188,14 @@ def cmd_check(args: argparse.Namespace) -> int:
             return 1
         for result in host_checks:
             library.errors.extend(result.errors)
-    notes = [note for result in host_checks for note in result.notes]
+    from spectui.core.timer_check import timer_notes
+
+    # Host notes, then what the profiles' own settings are worth knowing (the device timer's cost and needs).
+    notes = [note for result in host_checks for note in result.notes] + timer_notes(checked)
     if args.json:
         json.dump({"checked": [p.name for p in checked], "errors": [e.to_dict() for e in library.errors],
-                   "notes": [n.to_dict() for n in notes], "host_checks": [r.to_dict() for r in host_checks]},
+                   "notes": [{"severity": "note", **n.to_dict()} for n in notes],
+                   "host_checks": [r.to_dict() for r in host_checks]},
                   sys.stdout, indent=2)
         print()
     else:
@@ -196,14 +204,21 @@ def cmd_check(args: argparse.Namespace) -> int:
         for error in library.errors:
             print(error)
         for note in notes:
-            print(f"{note.location}: note: {note.message}" if note.location else f"note: {note.message}")
-        files = f"{n_files} file{'s' if n_files != 1 else ''}"
-        if library.errors:
-            n = len(library.errors)
-            print(f"{n} problem{'s' if n != 1 else ''} in {files}", file=sys.stderr)
-        else:
-            print(f"{len(checked)} profile{'s' if len(checked) != 1 else ''} OK ({files})", file=sys.stderr)
+            label = getattr(note, "severity", "note")
+            print(f"{note.location}: {label}: {note.message}" if note.location else f"{label}: {note.message}")
+        print(_summary(len(checked), n_files, len(library.errors),
+                       sum(getattr(n, "severity", "") == "warning" for n in notes)), file=sys.stderr)
     return 1 if library.errors else 0
+
+
+def _summary(n_checked: int, n_files: int, n_errors: int, n_warnings: int) -> str:
+    """``2 profiles OK (2 files)``, ``3 problems in 2 files``, with ``, 1 warning`` when there are any."""
+    files = f"{n_files} file{'s' if n_files != 1 else ''}"
+    if n_errors:
+        line = f"{n_errors} problem{'s' if n_errors != 1 else ''} in {files}"
+    else:
+        line = f"{n_checked} profile{'s' if n_checked != 1 else ''} OK ({files})"
+    return line + (f", {n_warnings} warning{'s' if n_warnings != 1 else ''}" if n_warnings else "")
 
 
 

@@ -5,6 +5,9 @@ profile goes to stdout, to ``--output FILE``, or with ``--save`` into the user's
 an existing file is replaced only with ``--force``. Abbreviated flags are resolved against the
 flag list of the host's SGLang (``--host DEST`` / ``--demo``), else of a local SGLang (the
 ``--python`` interpreter, default ``python3``), else kept as written; the notes say which.
+
+The importer and the flag lists load when the command runs: the other ``profiles`` actions, which register
+this one, do not load them.
 """
 
 from __future__ import annotations
@@ -14,15 +17,17 @@ import shlex
 import subprocess
 import sys
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from spectui.agent.protocol import FINAL_STATES, ServerState
 from spectui.cli.hostopts import add_host_options, explain_connect_error, has_host, run_with_passphrase_prompt, target_from_args
 from spectui.core.errors import SpectuiError
-from spectui.core.profiles import FlagCache, FlagSet, parse_help_flags, user_profile_dir
-from spectui.core.profiles.host_flags import SGLANG_LAUNCHER, checked_yaml, server_python, session_flagset
-from spectui.core.profiles.importer import ImportedProfile, import_launch_command, import_running_server
-from spectui.core.profiles.launch_command import LaunchCommandError
+from spectui.core.profiles import user_profile_dir
 from spectui.core.textsafe import visible
+
+if TYPE_CHECKING:
+    from spectui.core.profiles import FlagCache, FlagSet
+    from spectui.core.profiles.importer import ImportedProfile
 
 LOCAL_HELP_TIMEOUT_S = 240
 
@@ -76,6 +81,9 @@ def _read_text(args: argparse.Namespace) -> str:
 
 def local_flagset(python: str, cache: FlagCache | None = None) -> tuple[FlagSet | None, str | None]:
     """The flags of the SGLang installed for ``python`` here (cached by version), or (None, None)."""
+    from spectui.core.profiles import FlagCache, parse_help_flags
+    from spectui.core.profiles.host_flags import SGLANG_LAUNCHER
+
     try:
         r = subprocess.run([python, "-c", "import importlib.metadata as m; print(m.version('sglang'))"],
                            capture_output=True, text=True, timeout=60)
@@ -102,6 +110,7 @@ def local_flagset(python: str, cache: FlagCache | None = None) -> tuple[FlagSet 
 
 async def host_flagset(target, cache: FlagCache | None = None) -> tuple[FlagSet, str]:
     """The flags of the launcher a profile would run on the host (the simulator's on a demo host)."""
+    from spectui.core.profiles.host_flags import session_flagset
     from spectui.core.session import open_session
 
     session = await open_session(target)
@@ -113,6 +122,8 @@ async def host_flagset(target, cache: FlagCache | None = None) -> tuple[FlagSet,
 
 def _checked(imported: ImportedProfile) -> str:
     """The YAML text, after loading it back the way spectui will (a failure is a bug, said plainly)."""
+    from spectui.core.profiles.host_flags import checked_yaml
+
     return checked_yaml(imported, "the imported profile does not load; please report this command")
 
 
@@ -139,6 +150,8 @@ def find_running(servers: list[dict], wanted: str) -> dict:
 
 async def _from_running(target, args: argparse.Namespace) -> ImportedProfile:
     """The profile of the server ``--from-running`` names, its flags read with the host's SGLang parser."""
+    from spectui.core.profiles.host_flags import server_python, session_flagset
+    from spectui.core.profiles.importer import import_running_server
     from spectui.core.servers import ServerControl
     from spectui.core.session import open_session
 
@@ -155,6 +168,9 @@ async def _from_running(target, args: argparse.Namespace) -> ImportedProfile:
 
 
 def cmd_import(args: argparse.Namespace) -> int:
+    from spectui.core.profiles.importer import import_launch_command
+    from spectui.core.profiles.launch_command import LaunchCommandError
+
     try:
         if args.from_running:
             if args.command or args.file:

@@ -15,32 +15,32 @@ import asyncio
 import json
 import sys
 
-from spectui.agent.protocol import DOWN_STATES, LIVE_STATES, STOP_GRACE_S, ServerState
+from spectui.agent.protocol import DOWN_STATES, STOP_GRACE_S, ServerState
 from spectui.cli.hostopts import open_sessions, refuse_on_problems
 from spectui.core.flagcheck import check_on_host
 from spectui.core.profiles import Profile
-from spectui.core.profiles.multinode import node_failure, node_profile
+from spectui.core.console import nodes as cluster
+from spectui.core.console.nodes import NodeHost
+from spectui.core.profiles.multinode import node_profile
 from spectui.core.profiles.secret_flags import redact_server_records
-from spectui.core.servers import ServerControl, failed_log_tail
+from spectui.core.servers import ServerControl
 from spectui.core.session import HostTarget
 from spectui.core.textsafe import for_stream
 
 SCHEMA = "spectui.servers.nodes/1"
 
 
-async def _stop_all(ctls: list[ServerControl], name: str, grace_s: float) -> list[BaseException | dict]:
-    """Stop ``name`` on every node where it is live, all at once."""
-    async def one(ctl: ServerControl):
-        live = [s for s in await ctl.list() if s["name"] == name and s["state"] in LIVE_STATES]
-        return await ctl.stop(name, grace_s=grace_s) if live else None
-    return await asyncio.gather(*(one(c) for c in ctls), return_exceptions=True)
+def _node_hosts(sessions, labels: list[str], start=None) -> list[NodeHost]:
+    """Each node's session as a node host; ``start(control, node_profile)`` starts a node there."""
+    def host(ctl: ServerControl, label: str) -> NodeHost:
+        return NodeHost(label, lambda: ctl, lambda p: start(ctl, p))
+    return [host(ServerControl(s), label) for s, label in zip(sessions, labels)]
 
 
 async def start_nodes(args: argparse.Namespace, profile: Profile, targets: list[HostTarget]) -> int:
     sessions = await open_sessions(targets)
     labels = [t.destination or t.label for t in targets]
     try:
-        ctls = [ServerControl(s) for s in sessions]
         nodes = [node_profile(profile, rank) for rank in range(len(targets))]
         for rank, (session, node) in enumerate(zip(sessions, nodes)):
             if refuse_on_problems(await check_on_host(session, node), f"{profile.name} was not launched on any "
@@ -53,14 +53,13 @@ async def start_nodes(args: argparse.Namespace, profile: Profile, targets: list[
                 server = await ctl.wait(node.name, timeout_s=args.timeout)
             return {"server": server}
 
-        results = await asyncio.gather(*(one(c, n) for c, n in zip(ctls, nodes)), return_exceptions=True)
         ok = (lambda s: s.get("state") not in DOWN_STATES + (ServerState.STOPPED,)) if args.no_wait else \
             (lambda s: s.get("state") == ServerState.READY)
-        failure = node_failure(results, ok)
-        if failure is not None:
-            rank, reason = failure
-            await _stop_all(ctls, profile.name, getattr(args, "grace", STOP_GRACE_S))
-            tail = await failed_log_tail(ctls[rank], profile.name)
+        hosts = _node_hosts(sessions, labels, one)
+        answer = await cluster.start_nodes(profile.name, list(zip(hosts, nodes)), ok=ok,
+                                           grace_s=getattr(args, "grace", STOP_GRACE_S))
+        if "failed_node" in answer:
+            (rank, _), reason, tail = answer["failed_node"], answer["failed_reason"], answer["failed_log"]
             said = [f"spectui: {profile.name}: node {rank} on {labels[rank]}: {reason}; every node was stopped"]
             if tail:
                 said.append(f"The last lines of node {rank}'s log on {labels[rank]}:")
@@ -70,6 +69,7 @@ async def start_nodes(args: argparse.Namespace, profile: Profile, targets: list[
                                   "host": labels[rank], "reason": reason, "log": tail}, indent=2))
             print(for_stream("\n".join(said), sys.stderr), file=sys.stderr)
             return 1
+        results = answer["nodes"]
         servers = [r["server"] for r in results]
         if args.json:
             print(json.dumps({"schema": SCHEMA, "profile": profile.name,
@@ -89,7 +89,7 @@ async def stop_nodes(args: argparse.Namespace, profile: Profile, targets: list[H
     sessions = await open_sessions(targets)
     labels = [t.destination or t.label for t in targets]
     try:
-        done = await _stop_all([ServerControl(s) for s in sessions], profile.name, args.grace)
+        done = await cluster.stop_nodes(profile.name, _node_hosts(sessions, labels), grace_s=args.grace)
         code = 0
         for rank, r in enumerate(done):
             if isinstance(r, BaseException):

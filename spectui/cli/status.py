@@ -9,6 +9,7 @@ import sys
 
 from collections import Counter
 
+from spectui.agent.protocol import Method
 from spectui.cli.fleet import HostAnswer, ask_hosts, error_json, host_limit_s, print_answers, table
 from spectui.cli.hostopts import (add_host_options, destinations_of, explain_connect_error, run_with_passphrase_prompt,
                                   target_from_args, targets_from_args)
@@ -36,8 +37,8 @@ async def gather(target: HostTarget) -> dict:
     session = await open_session(target)
     try:
         rtt = await session.client.rtt()
-        facts = await session.client.call("host.facts")
-        frame = await session.client.call("gpu.sample")
+        facts = await session.client.call(Method.HOST_FACTS)
+        frame = await session.client.call(Method.GPU_SAMPLE)
     finally:
         await session.close()
     hello = session.hello

@@ -14,8 +14,8 @@ import json
 import sys
 
 from spectui.cli.hostopts import demo_profiles
-from spectui.cli.bench import CompareProgress, Reconnector
-from spectui.cli.tune import (TUNE_PRESET, beside_text, checked, lookup_baseline, predictions_text, preset_for,
+from spectui.cli.benchshared import CompareProgress, Reconnector, preset_for
+from spectui.cli.tune import (TUNE_PRESET, beside_text, checked, lookup_baseline, predictions_text,
                               probe_for, variant_meta)
 from spectui.core.bench import BenchError, render_comparison, run_comparison
 from spectui.core.bench.runs import host_label

@@ -19,24 +19,25 @@ from __future__ import annotations
 import argparse
 import json
 import sys
-from dataclasses import replace
 
+from spectui.cli.benchshared import CompareProgress, Reconnector, concurrency_list
 from spectui.cli.hostopts import (add_host_options, explain_connect_error, has_host, refuse_on_problems,
                                   run_with_passphrase_prompt, target_from_args)
-from spectui.core.bench import BenchError, PresetError, load_presets, render_comparison
-from spectui.core.bench.presets import Preset
+from spectui.core.bench import BenchError, PresetError, render_comparison
+from spectui.core.cells import columns
 from spectui.core.errors import SpectuiError
 from spectui.core.flagcheck import check_on_host
 from spectui.core.history import HistoryStore
 from spectui.core.profiles import Profile, ProfileError, load_profiles
 from spectui.core.session import HostTarget, Session, open_session
 from spectui.core.tune import TuneError
+from spectui.core.tune.plan import TuneInputs, tune_inputs
 from spectui.core.tune.run import (DEFAULT_BUDGET_MIN, MAX_SETTINGS, SCHEMA, TUNE_PRESET, TuneEvent, TuneProblems,
                                    lookup_baseline, probe_for, run_tune, variant_meta)
 from spectui.core.tune.sweep import VariantPrediction
 
-__all__ = ["SCHEMA", "TUNE_PRESET", "beside_text", "checked", "concurrency_list", "lookup_baseline",
-           "predictions_text", "preset_for", "probe_for", "register", "run", "table_text", "variant_meta"]
+__all__ = ["SCHEMA", "TUNE_PRESET", "beside_text", "checked", "inputs_from_args", "lookup_baseline",
+           "predictions_text", "probe_for", "register", "run", "table_text", "variant_meta"]
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -69,29 +70,12 @@ def register(sub: argparse._SubParsersAction) -> None:
 
 # -- shared with spectui bench --sweep ---------------------------------------------------------
 
-def concurrency_list(text: str) -> tuple[int, ...]:
-    """``1,8`` -> ``(1, 8)`` (an argparse type)."""
-    try:
-        values = tuple(int(v) for v in text.split(",") if v.strip())
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"{text!r}: give whole numbers such as 1,8") from None
-    if not values or any(v < 1 for v in values):
-        raise argparse.ArgumentTypeError(f"{text!r}: give concurrencies of 1 or more, such as 1,8")
-    return values
-
-
-def preset_for(name: str, concurrency: tuple[int, ...] | None) -> Preset:
-    preset = load_presets().get(name)
-    return replace(preset, concurrency=tuple(concurrency)) if concurrency else preset
-
-
 def _fmt(v, spec: str, none: str = "-") -> str:
     return none if v is None else format(v, spec)
 
 
 def table_text(header: list[str], rows: list[list[str]]) -> str:
-    widths = [max(len(r[i]) for r in [header, *rows]) for i in range(len(header))]
-    return "".join("  ".join(c.ljust(w) for c, w in zip(r, widths)).rstrip() + "\n" for r in [header, *rows])
+    return "".join(line + "\n" for line in columns([header, *rows]))
 
 
 def predictions_text(preds: tuple[VariantPrediction, ...]) -> str:
@@ -130,22 +114,23 @@ def say(text: str) -> None:
 
 # -- spectui tune ------------------------------------------------------------------------------
 
-async def _tune(args: argparse.Namespace, target: HostTarget) -> int:
-    from spectui.cli.bench import CompareProgress, Reconnector
+def inputs_from_args(args: argparse.Namespace, lib=None) -> TuneInputs:
+    """The tune's inputs from the command line: the planner the console's tune uses gets the same ones."""
+    lib = lib if lib is not None else load_profiles(args.profile_paths)
+    return tune_inputs(lib, args.profile, args.budget, baseline=args.baseline, preset=args.preset,
+                       concurrency=args.concurrency, repeats=args.repeat, max_settings=args.max_settings)
 
-    lib = load_profiles(args.profile_paths)
-    prof = lib.get(args.profile)
-    if prof.algorithm is None:
-        raise TuneError(f"{prof.name} has no speculative algorithm: tune a speculative profile")
-    base = lookup_baseline(lib, prof, args.baseline)
-    preset = preset_for(args.preset, args.concurrency).with_repeats(args.repeat)
+
+async def _tune(args: argparse.Namespace, target: HostTarget) -> int:
+    inputs = inputs_from_args(args)
+    prof = inputs.profile
     store = HistoryStore()
     session = await open_session(target)
     reconnect = Reconnector(args, target, session)
     progress: list[CompareProgress] = []
 
     def on_event(ev: TuneEvent) -> None:
-        if ev.kind == "stage" and ev.text.startswith("measuring "):
+        if ev.kind == "stage" and ev.text.startswith("measuring ") or ev.kind == "planned":
             say(ev.text)
         elif ev.kind == "compare_started":
             progress.append(CompareProgress())
@@ -163,8 +148,7 @@ async def _tune(args: argparse.Namespace, target: HostTarget) -> int:
 
     try:
         try:
-            outcome = await run_tune(session, prof, base, preset, budget_s=args.budget * 60.0,
-                                     max_settings=args.max_settings, store=store, on_event=on_event,
+            outcome = await run_tune(session, inputs, store=store, on_event=on_event,
                                      force=args.force, stop_after=target.kind == "demo", reconnect=reconnect,
                                      session_of=lambda: reconnect.session)
         except TuneProblems as exc:

@@ -33,7 +33,6 @@ the terminal.
 
 from __future__ import annotations
 
-import difflib
 import json
 import logging
 import math
@@ -41,7 +40,6 @@ import shutil
 import statistics
 import subprocess
 import threading
-import urllib.request
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field, replace
 from typing import Any
@@ -92,57 +90,10 @@ class AlertConfig:
 def alert_config(data: Any) -> tuple[AlertConfig, list[tuple[tuple, str]]]:
     """The ``alerts:`` section of the settings file read over the defaults, and its problems as
     (field path, one sentence); a bad value keeps its default and the rest applies."""
-    problems: list[tuple[tuple, str]] = []
-    if data is None:
-        return AlertConfig(), problems
-    if not isinstance(data, dict):
-        return AlertConfig(), [(("alerts",), "alerts must be a map of rule ids (and bell, desktop, webhook)")]
-    rules = dict(DEFAULT_RULES)
-    out: dict[str, Any] = {}
-    for key, value in data.items():
-        where = ("alerts", key)
-        if key in OUTPUT_KEYS:
-            if key == "webhook":
-                if not (isinstance(value, str) and value.startswith(("http://", "https://"))):
-                    problems.append((where, "alerts.webhook must be an http:// or https:// URL"))
-                    continue
-            elif not isinstance(value, bool):
-                problems.append((where, f"alerts.{key} must be true or false"))
-                continue
-            out[key] = value
-            continue
-        if key not in rules:
-            names = [*DEFAULT_RULES, *OUTPUT_KEYS]
-            close = difflib.get_close_matches(str(key), names, n=1)
-            hint = f"did you mean {close[0]!r}?" if close else f"the rules and outputs are {', '.join(names)}"
-            problems.append((where, f"unknown alert rule {key!r}; {hint}"))
-            continue
-        if isinstance(value, bool):
-            rules[key] = replace(rules[key], enabled=value)
-            continue
-        if not isinstance(value, dict):
-            problems.append((where, f"alerts.{key} must be true, false or a map of {', '.join(RULE_FIELDS)}"))
-            continue
-        rule = rules[key]
-        for fname, fvalue in value.items():
-            fwhere = (*where, fname)
-            if fname not in RULE_FIELDS:
-                problems.append((fwhere, f"alerts.{key} has no setting {fname!r}; it takes {', '.join(RULE_FIELDS)}"))
-            elif fname == "enabled":
-                if isinstance(fvalue, bool):
-                    rule = replace(rule, enabled=fvalue)
-                else:
-                    problems.append((fwhere, f"alerts.{key}.enabled must be true or false"))
-            elif isinstance(fvalue, bool) or not isinstance(fvalue, (int, float)) or fvalue < 0:
-                problems.append((fwhere, f"alerts.{key}.{fname} must be a number of at least 0"))
-            elif fname in ("ratio", "fraction") and not 0 < fvalue <= 1:
-                problems.append((fwhere, f"alerts.{key}.{fname} must be above 0 and at most 1"))
-            elif fname in ("ratio", "fraction") and getattr(DEFAULT_RULES[key], fname) is None:
-                problems.append((fwhere, f"alerts.{key} has no {fname}"))
-            else:
-                rule = replace(rule, **{fname: float(fvalue)})
-        rules[key] = rule
-    return AlertConfig(rules=rules, **out), problems
+    from spectui.core.settings_schema import read_alerts
+
+    config, problems = read_alerts(data)
+    return config, [(p.fpath, p.message) for p in problems]
 
 
 @dataclass(frozen=True)
@@ -425,6 +376,8 @@ def notify_desktop(alert: Alert) -> bool:
 def notify_webhook(url: str, change: AlertChange, *, timeout_s: float = WEBHOOK_TIMEOUT_S) -> threading.Thread:
     """POST the change as JSON to ``url`` on a thread (the console never waits on the network); a failure
     is logged, not raised."""
+    import urllib.request  # loaded by the first webhook, not by every start (it brings http and ssl)
+
     body = json.dumps({"source": "spectui", **change.to_dict()}).encode()
 
     def post() -> None:

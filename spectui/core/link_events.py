@@ -2,7 +2,8 @@
 
 The link publishes one frozen dataclass per change a reader may act on: a session opened
 (the first, or a reconnection), a session lost, the link's state changed, a server's record
-changed, a switch reached a stage, a telemetry frame arrived. Subscribers are plain callables
+changed, a switch reached a stage, a telemetry frame arrived, found servers were forgotten,
+the round trip to the host changed. Subscribers are plain callables
 called in the link's own event loop, in order; one that raises is logged and the others still
 hear the event (a subscriber's bug never ends the connection).
 """
@@ -12,7 +13,7 @@ from __future__ import annotations
 import logging
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Union
+from typing import TYPE_CHECKING, Any, Union
 
 if TYPE_CHECKING:
     from spectui.core.server_frames import ServerFrame
@@ -73,24 +74,43 @@ class FrameReceived:
     frame: Union[TelemetryFrame, ServerFrame]
 
 
-LinkEvent = Union[SessionOpened, SessionClosed, LinkStateChanged, ServerChanged, SwitchStage, FrameReceived]
-Subscriber = Callable[[LinkEvent], None]
+@dataclass(frozen=True)
+class ServersForgotten:
+    """The link forgot servers spectui only found, gone for its grace period: their records and frames."""
+
+    names: tuple[str, ...]
 
 
-class LinkEvents:
-    """The subscribers of one link, and publishing to them."""
+@dataclass(frozen=True)
+class RttChanged:
+    """The session's keepalive measured a new round trip to the host."""
 
-    def __init__(self) -> None:
+    rtt_ms: float
+
+
+LinkEvent = Union[SessionOpened, SessionClosed, LinkStateChanged, ServerChanged, SwitchStage, FrameReceived,
+                  ServersForgotten, RttChanged]
+Subscriber = Callable[[Any], None]
+
+
+class Events:
+    """The subscribers of one publisher (a host link, a host's console), and publishing to them."""
+
+    def __init__(self, source: str = "the host link") -> None:
         self._subscribers: list[Subscriber] = []
+        self._source = source
 
     def subscribe(self, fn: Subscriber) -> Callable[[], None]:
         """Hear every later event; returns the call that ends the subscription."""
         self._subscribers.append(fn)
         return lambda: self._subscribers.remove(fn) if fn in self._subscribers else None
 
-    def publish(self, event: LinkEvent) -> None:
+    def publish(self, event: object) -> None:
         for fn in list(self._subscribers):
             try:
                 fn(event)
             except Exception:
-                log.exception("a subscriber of the host link failed on %s", type(event).__name__)
+                log.exception("a subscriber of %s failed on %s", self._source, type(event).__name__)
+
+
+LinkEvents = Events  # a link's events

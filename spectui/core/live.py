@@ -21,6 +21,7 @@ import time
 from dataclasses import dataclass, field
 
 from spectui.agent.protocol import FINAL_STATES, Event as WireEvent, Method, ServerState
+from spectui.core.backoff import Backoff
 from spectui.core.errors import (
     AgentCallError,
     AuthFailed,
@@ -33,7 +34,9 @@ from spectui.core.link_events import (
     FrameReceived,
     LinkEvents,
     LinkStateChanged,
+    RttChanged,
     ServerChanged,
+    ServersForgotten,
     SessionClosed,
     SessionOpened,
     SwitchStage,
@@ -98,6 +101,8 @@ class SwitchProgress:
 
 
 class HostLink:
+    read_only = False  # a replay's link (spectui.core.replay.ReplayLink) is read-only: nothing runs on a host
+
     def __init__(self, target: HostTarget, *, gpu_interval_s: float = 1.0, server_interval_s: float = 1.0,
                  history: int = 3600):
         self.target = target
@@ -110,7 +115,7 @@ class HostLink:
         self.rtt_ms: float | None = None
         self.gpu: TelemetryFrame | None = None
         self.gpu_history = GpuHistory(capacity=history)
-        self.servers: dict[str, dict] = {}
+        self.servers: dict[str, ServerRecord] = {}  # the agent's records, checked where they enter
         self.series: dict[str, ServerSeries] = {}
         self.user: str | None = None  # the user the host's agent runs as ("mine" among found servers)
         self.found_grace_s = FOUND_GRACE_S
@@ -118,14 +123,22 @@ class HostLink:
         self.switch: SwitchProgress | None = None
         self.reconnect_at: float | None = None
         self.reconnects = 0
-        self.version = 0  # bumped on every change the console may show
         self.events = LinkEvents()  # what changed, as typed events (spectui.core.link_events)
         self.recorder = None  # a spectui.core.recording.RecordingWriter: every event received is written to it
         self._history = history
         self._closing = False
         self._connected_once = False
-        self.backoff_start_s = BACKOFF_START_S  # the first wait after a drop; it doubles up to BACKOFF_MAX_S
+        self._backoff = Backoff(BACKOFF_START_S, cap_s=BACKOFF_MAX_S)  # the waits between reconnect attempts
         self._retry: asyncio.Event | None = None  # set while waiting to reconnect: retry_now() ends the wait
+
+    @property
+    def backoff_start_s(self) -> float:
+        """The first wait after a drop; it doubles up to BACKOFF_MAX_S."""
+        return self._backoff.start_s
+
+    @backoff_start_s.setter
+    def backoff_start_s(self, seconds: float) -> None:
+        self._backoff.start_s = seconds
 
     # --- reading -------------------------------------------------------------------------
     @property
@@ -142,14 +155,10 @@ class HostLink:
         self._retry.set()
         return True
 
-    def _changed(self) -> None:
-        self.version += 1
-
     def _set_state(self, state: LinkState, message: str) -> None:
         if state is not self.state:
             log.info("link %s%s", state.value, "" if state is LinkState.CLOSED else f": {message}")
         self.state, self.message = state, message
-        self._changed()
         self.events.publish(LinkStateChanged(state.value, message))
 
     def _publish(self, event) -> None:
@@ -172,8 +181,8 @@ class HostLink:
         elif ev.name == WireEvent.SERVER:
             rec = _checked_record(ev.data)
             if rec is not None:
-                self.servers[rec.name] = ev.data
-                self._publish(ServerChanged(rec.name, ev.data))
+                self.servers[rec.name] = rec
+                self._publish(ServerChanged(rec.name, rec))
         elif ev.name == WireEvent.SERVER_FRAME:
             frame = ServerFrame.from_event(ev.data, ev.received_at)
             series = self.series.get(frame.name)
@@ -192,27 +201,31 @@ class HostLink:
                 log.info("switch to %s: %s (%.1f s)%s", sp.target, sp.stage, sp.elapsed_s,
                          f": {sp.detail}" if sp.detail else "")
             self._switch_stage(sp)
-        self._changed()
 
     # --- connection --------------------------------------------------------------------------
     async def _connect(self) -> None:
         self._set_state(LinkState.CONNECTING if not self._connected_once else LinkState.RECONNECTING,
                         f"connecting to {self.target.label}")
         session = await open_session(self.target)
-        try:
-            session.client.add_listener(self._on_event)
-            self.facts = await session.client.call(Method.HOST_FACTS)
-            user = self.facts.get("user") if isinstance(self.facts, dict) else None
-            self.user = str(user) if user else _session_user(session)
-            listed = (await session.client.call(Method.SERVERS_LIST))["servers"]  # re-adopts on the host
-            self.servers = {rec.name: s for s in listed if (rec := _checked_record(s)) is not None}
-            await session.client.call(Method.GPU_SUBSCRIBE, {"interval_s": self.gpu_interval_s})
+        client = session.client
+
+        async def telemetry() -> None:
             try:
-                await session.client.call(Method.SERVER_TELEMETRY_SUBSCRIBE, {"interval_s": self.server_interval_s})
+                await client.call(Method.SERVER_TELEMETRY_SUBSCRIBE, {"interval_s": self.server_interval_s})
             except AgentCallError as exc:
                 if exc.code != "unknown_method":
                     raise
-            self.rtt_ms = 1000 * await session.client.rtt()
+
+        try:
+            client.add_listener(self._on_event)
+            # sent at once: one round trip before the link is connected, not four
+            self.facts, listed, _, _ = await asyncio.gather(
+                client.call(Method.HOST_FACTS), client.call(Method.SERVERS_LIST),  # the list re-adopts on the host
+                client.call(Method.GPU_SUBSCRIBE, {"interval_s": self.gpu_interval_s}), telemetry())
+            user = self.facts.get("user") if isinstance(self.facts, dict) else None
+            self.user = str(user) if user else _session_user(session)
+            self.servers = {rec.name: rec for s in listed["servers"] if (rec := _checked_record(s)) is not None}
+            self.rtt_ms = 1000 * await client.rtt()  # alone, so that it is the link's and not the calls' time
         except BaseException:
             await session.close()
             raise
@@ -221,12 +234,11 @@ class HostLink:
         self._connected_once = True
         self._set_state(LinkState.CONNECTED, f"connected to {self.target.label}")
         if self.recorder is not None:  # where a replay starts showing events, at each (re)connection
-            self.recorder.write("session", {"facts": self.facts, "servers": list(self.servers.values())})
+            self.recorder.write("session", {"facts": self.facts, "servers": [dict(r) for r in self.servers.values()]})
         self.events.publish(SessionOpened(session, self.reconnects))
 
     async def run(self) -> None:
         """Stay connected until :meth:`close`. Raises what needs the user (see module doc)."""
-        backoff = None  # the next wait: None for the first after a good connection
         while not self._closing:
             try:
                 await self._connect()
@@ -235,11 +247,9 @@ class HostLink:
             except (ConnectError, Disconnected, AgentCallError, OSError) as exc:
                 if not self._connected_once:
                     raise  # a first connection that fails is the user's to retry
-                backoff = backoff or self.backoff_start_s
-                await self._wait_backoff(backoff, str(exc))
-                backoff = min(BACKOFF_MAX_S, backoff * 2)
+                await self._wait_backoff(self._backoff.next(), str(exc))
                 continue
-            backoff = None
+            self._backoff.reset()
             pinger = asyncio.create_task(self._ping_loop())
             try:
                 await self.session.client.closed.wait()
@@ -255,9 +265,7 @@ class HostLink:
             if self.recorder is not None:
                 self.recorder.write("session_lost", {"reason": reason})
             self.reconnects += 1
-            backoff = backoff or self.backoff_start_s
-            await self._wait_backoff(backoff, reason)
-            backoff = min(BACKOFF_MAX_S, backoff * 2)
+            await self._wait_backoff(self._backoff.next(), reason)
         self._set_state(LinkState.CLOSED, self.message)
 
     async def _wait_backoff(self, seconds: float, reason: str) -> None:
@@ -271,7 +279,6 @@ class HostLink:
         finally:
             self._retry = None
             self.reconnect_at = None
-            self._changed()
 
     def _gone(self, name: str) -> bool:
         """A server spectui only found that stopped, or frames of a server the host no longer lists."""
@@ -301,25 +308,30 @@ class HostLink:
         if forgotten:
             log.info("forgot %d server(s) gone for %g s: %s", len(forgotten), self.found_grace_s,
                      ", ".join(forgotten))
-            self._changed()
+            self.events.publish(ServersForgotten(tuple(forgotten)))
         return forgotten
+
+    def now(self) -> float:
+        """The time the console shows this host at, on the clock frames are received by (``time.time()``): now,
+        live; a replay's is the recording's time at its play head."""
+        return time.time()
 
     def reply_age_s(self) -> float | None:
         """Seconds since the host last sent anything on the current session (None when there is none)."""
         return self.session.client.reply_age_s() if self.session is not None else None
 
     async def _ping_loop(self) -> None:
-        """Follow the session's keepalive (it pings, and ends a frozen session) for the header, each second;
-        forget the found servers gone for the grace period (:meth:`prune`)."""
+        """Follow the session's keepalive (it pings, and ends a frozen session) for the header, each second
+        (:class:`~spectui.core.link_events.RttChanged`); forget the found servers gone for the grace period
+        (:meth:`prune`)."""
         while True:
             await asyncio.sleep(1)
             self.prune()
             rtt = self.session.client.rtt_s if self.session is not None else None
-            age = self.reply_age_s()
-            if (rtt is not None and 1000 * rtt != self.rtt_ms) or (age is not None and age >= 2):
-                self.rtt_ms = 1000 * rtt if rtt is not None else self.rtt_ms
-                self._changed()
-
+            if rtt is not None and 1000 * rtt != self.rtt_ms:
+                self.rtt_ms = 1000 * rtt
+                self._publish(RttChanged(self.rtt_ms))
+    
     async def close(self) -> None:
         self._closing = True
         if self.session is not None:
@@ -338,7 +350,6 @@ class HostLink:
         """Switch to ``profile``; ``stop_external``: the confirmed processes of servers spectui did not start
         that hold its port or GPUs (see :meth:`ServerControl.switch`)."""
         self.switch = SwitchProgress(profile.name, "starting")
-        self._changed()
         if self.recorder is not None:  # the console's own stage: recorded, as the agent's stages are
             self.recorder.write("switch_begin", {"target": profile.name})
         self._switch_stage(self.switch)
@@ -373,16 +384,14 @@ class HostLink:
         if sw is not None and sw.target == name:
             sw.stage, sw.detail, sw.elapsed_s = rec["state"], None, total
             sw.history.append((rec["state"], total))
-            self._changed()
             if self.recorder is not None:
                 self.recorder.write("switch", {"target": name, "stage": rec["state"], "elapsed_s": total})
             self._switch_stage(sw)
-        return {"server": rec, "total_s": total, "reconnected": True}
+        return {"server": dict(rec), "total_s": total, "reconnected": True}
 
     async def set_gpu_interval(self, interval_s: float) -> float:
         """Change the GPU telemetry interval of the live stream (and of every reconnection); the agent's answer."""
         self.gpu_interval_s = interval_s
-        self._changed()
         if self.session is None or not self.connected:
             return interval_s  # the next connection subscribes at this rate
         reply = await self.session.client.call(Method.GPU_SUBSCRIBE, {"interval_s": interval_s})
@@ -390,11 +399,11 @@ class HostLink:
 
     def record_server(self, record: dict) -> None:
         """A server's record an action's reply carries (ahead of the host's own event)."""
-        if _checked_record(record) is None:
+        rec = _checked_record(record)
+        if rec is None:
             return
-        self.servers[record["name"]] = record
-        self._changed()
-        self._publish(ServerChanged(record["name"], record))
+        self.servers[rec.name] = rec
+        self._publish(ServerChanged(rec.name, rec))
 
     async def stop(self, name: str, *, confirmed: list[list[int]] | None = None) -> dict:
         return await self.control().stop(name, confirmed=confirmed)

@@ -14,8 +14,6 @@ import os
 from importlib import resources
 from pathlib import Path
 
-import platformdirs
-
 HOST_STATE_DEFAULT = "~/.cache/spectui"
 SHIPPED_PACKAGE = "spectui.data"
 
@@ -25,6 +23,13 @@ def _xdg(variable: str) -> Path | None:
     if value and os.path.isabs(value):  # the XDG spec ignores a relative value
         return Path(value) / "spectui"
     return None
+
+
+def _platform_dir(kind: str) -> Path:
+    """The platform's ``kind`` folder for spectui (``config``, ``data``, ``cache``, ``log``)."""
+    import platformdirs  # loaded when no variable names the folder: ``spectui --help`` starts without it
+
+    return Path(getattr(platformdirs, f"user_{kind}_dir")("spectui"))
 
 
 def shipped_data_dir(kind: str) -> Path:
@@ -44,7 +49,7 @@ def user_config_dir() -> Path:
     override = os.environ.get("SPECTUI_CONFIG_DIR")
     if override:
         return Path(override).expanduser()
-    return _xdg("XDG_CONFIG_HOME") or Path(platformdirs.user_config_dir("spectui"))
+    return _xdg("XDG_CONFIG_HOME") or _platform_dir("config")
 
 
 def user_data_dir() -> Path:
@@ -52,7 +57,7 @@ def user_data_dir() -> Path:
     override = os.environ.get("SPECTUI_DATA_DIR")
     if override:
         return Path(override).expanduser()
-    return _xdg("XDG_DATA_HOME") or Path(platformdirs.user_data_dir("spectui"))
+    return _xdg("XDG_DATA_HOME") or _platform_dir("data")
 
 
 def user_cache_dir() -> Path:
@@ -61,14 +66,14 @@ def user_cache_dir() -> Path:
     override = os.environ.get("SPECTUI_CACHE_DIR")
     if override:
         return Path(override).expanduser()
-    return _xdg("XDG_CACHE_HOME") or Path(platformdirs.user_cache_dir("spectui"))
+    return _xdg("XDG_CACHE_HOME") or _platform_dir("cache")
 
 
 def log_file() -> Path:
     """The console's log file: ``$XDG_STATE_HOME/spectui/log/spectui.log``, else the platform's
     (``~/.local/state/spectui/log/spectui.log`` on Linux)."""
     state = _xdg("XDG_STATE_HOME")
-    return (state / "log" if state else Path(platformdirs.user_log_dir("spectui"))) / "spectui.log"
+    return (state / "log" if state else _platform_dir("log")) / "spectui.log"
 
 
 def demo_state_dir() -> str:

@@ -50,7 +50,7 @@ import stat
 import sys
 import time
 import zlib
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -179,7 +179,7 @@ class _Masker:
     def walk(self, value: Any) -> Any:
         if isinstance(value, list):
             return [self.walk(v) for v in value]
-        if not isinstance(value, dict):
+        if not isinstance(value, Mapping):
             return value
         out = {}
         for k, v in value.items():
@@ -198,14 +198,20 @@ class _Masker:
         return out
 
     def line(self, obj: dict) -> str:
-        text = json.dumps(obj, separators=(",", ":"), default=str)
+        text = json.dumps(obj, separators=(",", ":"), default=_json_value)
         if any(f'"{k}":' in text for k in (*ARGV_KEYS, *PROFILE_KEYS, "command", "profiles")):
-            text = json.dumps(self.walk(obj), separators=(",", ":"), default=str)
+            text = json.dumps(self.walk(obj), separators=(",", ":"), default=_json_value)
         for secret in self.seen:
             shown = json.dumps(secret)[1:-1]
             if shown in text:
                 text = text.replace(shown, REDACTED)
         return text
+
+
+def _json_value(value: Any) -> Any:
+    """What JSON writes for a value it has no form for: a read-only mapping (a checked server record) as the
+    object it reads as, anything else as its text."""
+    return dict(value) if isinstance(value, Mapping) else str(value)
 
 
 class RecordingWriter:
@@ -246,6 +252,8 @@ class RecordingWriter:
         if self._gz is None:
             return False
         now = self.clock() if at is None else at
+        if isinstance(data, Mapping) and not isinstance(data, dict):
+            data = dict(data)  # a checked server record: written as its wire record
         if event in THINNED and not self._keep(event, data, now):
             return False
         if not self._write({"t": round(now - self.started, 3), "ev": event, "d": data}):

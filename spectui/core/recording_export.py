@@ -1,16 +1,21 @@
 """A recording, or a time range of it, as series: CSV or JSON per series, or OpenMetrics text for Prometheus.
 
 Series (one sample per recorded frame; a stale or held figure is not a new measurement and is left out,
-as the console's charts leave a gap)::
+as the console's charts leave a gap); every one carries ``host``, the recording's target. They are the
+series ``spectui exporter`` serves live (:mod:`spectui.core.exporter`, docs/exporter.md), under the same
+names and labels::
 
-    spectui_accept_length{server, source}          accept length, with the frame's source
-    spectui_accept_rate{server, formula}           each accept-rate formula the frame carries
-    spectui_gen_throughput_tok_s{server, source}   aggregate generation tok/s
-    spectui_per_stream_tok_s{server, source}       per-stream tok/s
-    spectui_running_requests{server} / spectui_queued_requests{server}
-    spectui_gpu_utilization_percent{gpu} / spectui_gpu_memory_used_bytes{gpu} / spectui_gpu_power_watts{gpu}
-    spectui_break_even_accept_length{server, source}  L*, measured or predicted, as the console showed it
-    spectui_alert{rule, subject}                   1 while an alert is active, 0 when it clears
+    spectui_accept_length{host, server, source}          accept length, with the frame's source
+    spectui_accept_rate{host, server, formula, source}   each accept-rate formula the frame carries
+    spectui_gen_throughput_tok_s{host, server, source}   aggregate generation tok/s
+    spectui_per_stream_tok_s{host, server, source}       per-stream tok/s
+    spectui_running_requests{host, server} / spectui_queued_requests{host, server}
+    spectui_ttft_seconds{host, server, stat} / spectui_itl_seconds{host, server, stat}   stat 0.5, 0.99, mean
+    spectui_server_state{host, server, state}            1 for the frame's state, 0 for the others
+    spectui_gpu_utilization_percent{host, gpu} / spectui_gpu_memory_used_bytes{host, gpu} /
+    spectui_gpu_memory_total_bytes{host, gpu} / spectui_gpu_power_watts{host, gpu}
+    spectui_break_even_accept_length{host, server, source}  L*, measured or predicted, as the console showed it
+    spectui_alert{host, rule, subject}                   1 while an alert is active, 0 when it clears
 
 A figure that is not finite (``NaN``, an infinity: a gauge the host could not read) is not a sample and is
 left out of every form. CSV cells that a spreadsheet would run as a formula (starting ``=``, ``+``, ``-`` or
@@ -37,27 +42,41 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from spectui.agent.protocol import SERVER_STATES
 from spectui.core.recording import Recording, create_new, private_folder
 
 FORMATS = ("csv", "json", "prometheus")
+#: Every series name of spectui's Prometheus forms (this export and ``spectui exporter``) with its help text.
 HELP = {
+    "spectui_host_connected": "1 while spectui's link to the host is connected, else 0",
+    "spectui_server_state": "1 for the state the server is in (label state), 0 for the others",
+    "spectui_server_info": "1 for each server the host lists, labelled with its speculative algorithm",
     "spectui_accept_length": "speculative accept length (tokens per verify step) as the console showed it",
-    "spectui_accept_rate": "accept rate, labelled with its formula",
+    "spectui_accept_rate": "accept rate, labelled with its formula and source",
+    "spectui_break_even_accept_length": "break-even accept length L* (measured or predicted)",
     "spectui_gen_throughput_tok_s": "aggregate generation throughput in tokens per second",
     "spectui_per_stream_tok_s": "per-stream generation throughput in tokens per second",
     "spectui_running_requests": "requests running on the server",
     "spectui_queued_requests": "requests waiting in the server's queue",
+    "spectui_ttft_seconds": "time to first token: the quantiles (stat 0.5, 0.99) and mean the console showed",
+    "spectui_itl_seconds": "inter-token latency: the quantiles (stat 0.5, 0.99) and mean the console showed",
     "spectui_gpu_utilization_percent": "GPU utilization in percent",
     "spectui_gpu_memory_used_bytes": "GPU memory in use in bytes",
+    "spectui_gpu_memory_total_bytes": "GPU memory in total in bytes",
     "spectui_gpu_power_watts": "GPU power draw in watts",
-    "spectui_break_even_accept_length": "break-even accept length L* (measured or predicted)",
     "spectui_alert": "1 while a spectui alert is active, 0 once it cleared",
 }
-UNITS = {"spectui_gpu_memory_used_bytes": "bytes", "spectui_gpu_power_watts": "watts"}
+#: The series only a live exporter has (a recording holds no link state): every other name is in both forms.
+LIVE_ONLY = ("spectui_host_connected", "spectui_server_info")
+UNITS = {"spectui_gpu_memory_used_bytes": "bytes", "spectui_gpu_memory_total_bytes": "bytes",
+         "spectui_gpu_power_watts": "watts", "spectui_ttft_seconds": "seconds", "spectui_itl_seconds": "seconds"}
+#: A frame's latency figures (``ttft_ms``, ``itl_ms``) and their ``stat`` label.
+LATENCY_STATS = (("p50", "0.5"), ("p99", "0.99"), ("mean", "mean"))
 #: What a spreadsheet reads as the start of a formula (OWASP, CSV injection).
 FORMULA_STARTS = ("=", "+", "-", "@", "\t", "\r")
 #: The longest series file name kept as it is; a longer one is cut and made unique with a hash.
 NAME_MAX = 160
+MIB = 1024.0 * 1024.0
 
 
 @dataclass
@@ -88,12 +107,13 @@ def _fresh(m: object) -> float | None:
 def series(rec: Recording, start_s: float = 0.0, end_s: float | None = None) -> list[Series]:
     """Every series of ``rec`` between ``start_s`` and ``end_s`` (seconds since the recording began)."""
     t0 = float(rec.header.get("started", 0.0))
+    host = str(rec.header.get("target") or "unknown")
     out: dict[tuple[str, tuple], Series] = {}
 
     def add(metric: str, labels: dict[str, object], t: float, value: float | None) -> None:
         if value is None or not math.isfinite(value):
             return
-        key = (metric, tuple((k, str(v)) for k, v in labels.items()))
+        key = (metric, tuple((k, str(v)) for k, v in {"host": host, **labels}.items()))
         s = out.get(key)
         if s is None:
             s = out[key] = Series(metric, key[1])
@@ -103,26 +123,15 @@ def series(rec: Recording, start_s: float = 0.0, end_s: float | None = None) -> 
         if not isinstance(d, dict):
             continue
         if ev == "server_frame":
-            name = d.get("name", "?")
-            for metric, key in (("spectui_accept_length", "accept_length"),
-                                ("spectui_gen_throughput_tok_s", "gen_throughput"),
-                                ("spectui_per_stream_tok_s", "per_stream")):
-                m = d.get(key)
-                add(metric, {"server": name, "source": (m or {}).get("source") or "unknown"}, t, _fresh(m))
-            for r in d.get("accept_rate") or ():
-                add("spectui_accept_rate", {"server": name, "formula": (r or {}).get("formula") or "unknown"}, t,
-                    _fresh(r))
-            for metric, key in (("spectui_running_requests", "running_req"), ("spectui_queued_requests", "queue_req")):
-                v = d.get(key)
-                add(metric, {"server": name}, t, float(v) if isinstance(v, (int, float)) else None)
+            _frame_series(add, d, t)
         elif ev == "gpu":
             for g in d.get("gpus") or ():
                 idx = g.get("index")
                 for metric, key, scale in (("spectui_gpu_utilization_percent", "util_pct", 1.0),
-                                           ("spectui_gpu_memory_used_bytes", "mem_used_mib", 1024.0 * 1024.0),
+                                           ("spectui_gpu_memory_used_bytes", "mem_used_mib", MIB),
+                                           ("spectui_gpu_memory_total_bytes", "mem_total_mib", MIB),
                                            ("spectui_gpu_power_watts", "power_w", 1.0)):
-                    v = g.get(key)
-                    add(metric, {"gpu": idx}, t, float(v) * scale if isinstance(v, (int, float)) else None)
+                    add(metric, {"gpu": idx}, t, finite_number(g.get(key), scale))
         elif ev == "l_star":
             v = d.get("value")
             add("spectui_break_even_accept_length", {"server": d.get("server"), "source": d.get("source") or "measured"},
@@ -131,6 +140,44 @@ def series(rec: Recording, start_s: float = 0.0, end_s: float | None = None) -> 
             add("spectui_alert", {"rule": d.get("rule"), "subject": d.get("subject")}, t,
                 1.0 if d["kind"] == "fired" else 0.0)
     return list(out.values())
+
+
+def finite_number(v: object, scale: float = 1.0) -> float | None:
+    """A finite number of a frame, scaled; else None (``bool`` is not one)."""
+    if not isinstance(v, (int, float)) or isinstance(v, bool) or not math.isfinite(v):
+        return None
+    return float(v) * scale
+
+
+def latency(d: object) -> list[tuple[str, float]]:
+    """A frame's ``ttft_ms`` or ``itl_ms`` as ``(stat, seconds)``: each figure the console shows (a quantile the
+    host's histogram only bounds is its bucket's edge, as the console shows ``< 100 ms``); none for a window
+    without requests."""
+    if not isinstance(d, dict) or not d.get("count"):
+        return []
+    return [(stat, v) for key, stat in LATENCY_STATS if (v := finite_number(d.get(key), 0.001)) is not None]
+
+
+def _frame_series(add, d: dict, t: float) -> None:
+    """The series of one ``server_frame``."""
+    name = d.get("name", "?")
+    for metric, key in (("spectui_accept_length", "accept_length"),
+                        ("spectui_gen_throughput_tok_s", "gen_throughput"),
+                        ("spectui_per_stream_tok_s", "per_stream")):
+        m = d.get(key)
+        add(metric, {"server": name, "source": (m or {}).get("source") or "unknown"}, t, _fresh(m))
+    for r in d.get("accept_rate") or ():
+        r = r if isinstance(r, dict) else {}
+        add("spectui_accept_rate", {"server": name, "formula": r.get("formula") or "unknown",
+                                    "source": r.get("source") or "unknown"}, t, _fresh(r))
+    for metric, key in (("spectui_running_requests", "running_req"), ("spectui_queued_requests", "queue_req")):
+        add(metric, {"server": name}, t, finite_number(d.get(key)))
+    for metric, key in (("spectui_ttft_seconds", "ttft_ms"), ("spectui_itl_seconds", "itl_ms")):
+        for stat, value in latency(d.get(key)):
+            add(metric, {"server": name, "stat": stat}, t, value)
+    if isinstance(d.get("state"), str):
+        for state in SERVER_STATES:
+            add("spectui_server_state", {"server": name, "state": state}, t, float(state == d["state"]))
 
 
 def cell(text: str) -> str:

@@ -173,7 +173,8 @@ GPU = obj({"index": COUNT, "name": text, "uuid": text, "util_pct": NUM, "mem_use
            "power_w": NUM, "power_limit_w": NUM, "temp_c": NUM, "sm_clock_mhz": NUM, "processes": list_of(PROCESS)},
           required=("index",))
 MEASURED = obj({"value": NUM, "source": text, "stale": flag, "cumulative": flag, "formula": text, "window_s": NUM,
-                "age_s": NUM, "held": flag, "measuring": flag, "of": text, "ranks": COUNT, "window": text})
+                "age_s": NUM, "held": flag, "measuring": flag, "of": text, "ranks": COUNT, "window": text,
+                "requests": COUNT})
 LATENCY = obj({"p50": NUM, "p99": NUM, "mean": NUM, "p50_rel": text, "p99_rel": text, "count": NUM, "source": text,
                "window_s": NUM})
 PROGRESS = obj({"run_id": text, "state": text, "done": COUNT, "total": COUNT, "errors": COUNT, "tok_s": NUM,

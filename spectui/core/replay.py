@@ -9,8 +9,10 @@ from a replay.
 
 The play head (:attr:`position_s`, seconds since the recording began) moves at :attr:`speed` (1x to
 60x) while not :attr:`paused`; :meth:`seek` goes anywhere, backwards too, by replaying from the
-start up to there (an hour at 10 Hz replays in well under a second). Times are shown as if live at
-the play head: an event recorded ``d`` seconds before the play head is ``d`` seconds old.
+start up to there (an hour at 10 Hz replays in well under a second). Times are the recording's: an event is
+received at the time it was recorded, and :meth:`now` is the recording's time at the play head, so an event
+recorded ``d`` seconds before the play head is ``d`` seconds old, a server's uptime is its uptime then, and
+nothing moves while the replay is paused. :attr:`phase` is where the replay is, for everything that shows it.
 """
 
 from __future__ import annotations
@@ -18,7 +20,7 @@ from __future__ import annotations
 import asyncio
 import time
 
-from spectui.core.bench.runs import ProgressBoard
+from spectui.core.bench.progress import ProgressBoard
 from spectui.core.errors import Disconnected
 from spectui.core.link_events import SessionOpened
 from spectui.core.live import HostLink, LinkState, SwitchProgress
@@ -38,8 +40,7 @@ AGENT_EVENTS = ("gpu", "server", "server_frame", "switch")
 class ReplayLink(HostLink):
     read_only = True
 
-    def __init__(self, recording: Recording, *, speed: float = 1.0, history: int = 3600,
-                 clock=time.time) -> None:
+    def __init__(self, recording: Recording, *, speed: float = 1.0, history: int = 3600) -> None:
         header = recording.header
         label = header.get("target") or (header.get("host") or {}).get("hostname") or "recording"
         simulated = header.get("kind") == "demo" or bool((header.get("host") or {}).get("simulated"))
@@ -56,7 +57,6 @@ class ReplayLink(HostLink):
         self.bench = ProgressBoard()   # the benchmark runs' progress as the host reported it, up to the play head
         self.bench_job: dict | None = None   # the console's benchmark (its screen's data) as last recorded
         self.generation = 0   # bumped by each seek backwards: what was read from the replay before is gone
-        self._clock = clock
         self._playing = f"replaying {self.target.destination}"
         self._next = 0
         self._sessions = 0
@@ -92,23 +92,16 @@ class ReplayLink(HostLink):
     def at_end(self) -> bool:
         return self._next >= len(self.recording.events)
 
-    def set_speed(self, speed: float) -> None:
-        self.speed = self._valid_speed(speed)
-        self._changed()
-
     def faster(self) -> float:
         self.speed = next((s for s in SPEEDS if s > self.speed), SPEEDS[-1])
-        self._changed()
         return self.speed
 
     def slower(self) -> float:
         self.speed = next((s for s in reversed(SPEEDS) if s < self.speed), SPEEDS[0])
-        self._changed()
         return self.speed
 
     def toggle_pause(self) -> bool:
         self.paused = not self.paused
-        self._changed()
         return self.paused
 
     # --- playing ------------------------------------------------------------------------------------
@@ -128,43 +121,51 @@ class ReplayLink(HostLink):
         self._sessions = 0
         self._set_state(LinkState.CONNECTING, self._playing)
 
+    @property
+    def started(self) -> float:
+        """The wall time the recording began (its header's ``started``)."""
+        return float(self.recording.header["started"])
+
+    def now(self) -> float:
+        return self.started + self.position_s
+
+    @property
+    def phase(self) -> str:
+        """``end`` (every event shown and the play head at the end), ``paused`` or ``playing``."""
+        if self.at_end and self.position_s >= self.duration_s:
+            return "end"
+        return "paused" if self.paused else "playing"
+
     def _feed_until(self, position_s: float) -> None:
         events = self.recording.events
-        now = self._clock()
         while self._next < len(events) and events[self._next][0] <= position_s:
             t, name, data = events[self._next]
             self._next += 1
-            received_at = now - (position_s - t)
+            received_at = self.started + t
             if name in AGENT_EVENTS and isinstance(data, dict):
                 self._on_event(Event(name, data, received_at))
             elif name == "session" and isinstance(data, dict):
                 self.facts = data.get("facts") or self.facts
-                self.servers = {s["name"]: s for s in data.get("servers") or () if _checked(s)}
+                self.servers = {rec.name: rec for s in data.get("servers") or () if (rec := _checked(s)) is not None}
                 self._set_state(LinkState.CONNECTED, self._playing)
                 self.events.publish(SessionOpened(None, self._sessions))  # no session to call: read-only
                 self._sessions += 1
             elif name == "switch_begin" and isinstance(data, dict):
                 self.switch = SwitchProgress(str(data.get("target")), "starting")
-                self._changed()
                 self._switch_stage(self.switch)
             elif name == "session_lost" and isinstance(data, dict):
                 self._set_state(LinkState.RECONNECTING, f"{data.get('reason') or 'disconnected'} (recorded)")
             elif name == "log" and isinstance(data, dict) and isinstance(data.get("reply"), dict):
                 self.logs.setdefault(str(data.get("name")), []).append(data["reply"])
-                self._changed()
             elif name == "bench_progress" and isinstance(data, dict):
                 self.bench.on_event(Event(name, data, received_at))
-                self._changed()
             elif name == "bench_job" and isinstance(data, dict):
                 self.bench_job = data
-                self._changed()
             elif name == "alert" and isinstance(data, dict):
                 self.alerts.append(data)
-                self._changed()
             else:
                 self.console_events.append((t, name, data))
         self.position_s = position_s
-        self._changed()
 
     def seek(self, position_s: float) -> None:
         """Show the recording as it was at ``position_s`` (clamped to the recording)."""
@@ -207,13 +208,12 @@ class ReplayLink(HostLink):
         raise Disconnected("This is a replay: nothing on the host can be started, stopped or benchmarked from it.")
 
 
-def _checked(record: object) -> bool:
-    """Whether a recorded server record is one the console takes (as a live link checks the agent's)."""
+def _checked(record: object) -> ServerRecord | None:
+    """A recorded server record the console takes (as a live link checks the agent's), else None."""
     try:
-        ServerRecord.from_wire(record)
+        return ServerRecord.from_wire(record)
     except RecordError:
-        return False
-    return True
+        return None
 
 
 def profiles_of(header: dict) -> ProfileLibrary:

@@ -10,7 +10,7 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from spectui.agent.protocol import EVENT_AGENT_LOG, PROTOCOL_VERSION
+from spectui.agent.protocol import EVENT_AGENT_LOG, PROTOCOL_VERSION, Method
 from spectui.core.errors import AgentCallError, AgentStartError, Disconnected
 from spectui.core.logsetup import replay_agent_record
 from spectui.core.transport.base import AgentPipe
@@ -108,7 +108,7 @@ class AgentClient:
     async def rtt(self, timeout: float = 10.0) -> float:
         """Round-trip time of a ping, in seconds."""
         t0 = time.perf_counter()
-        await self.call("ping", timeout=timeout)
+        await self.call(Method.PING, timeout=timeout)
         self.rtt_s = time.perf_counter() - t0
         return self.rtt_s
 

@@ -40,10 +40,13 @@ def _optional_int(d: Mapping, key: str, name: str) -> int | None:
     return value
 
 
-@dataclass(frozen=True)
-class ServerRecord:
+@dataclass(frozen=True, eq=False)
+class ServerRecord(Mapping[str, Any]):
     """A server's record as the agent sends it (``server`` events, ``servers.list``), checked once where
-    it enters the console; ``wire`` is the whole record, read-only."""
+    it enters the console; ``wire`` is the whole record, read-only. The record is also that read-only
+    mapping (``rec["state"]``, ``rec.get("reason")``, ``dict(rec)``, equality with the wire dict), so a
+    reader of the wire record reads a checked one unchanged; the typed fields are the checked values
+    (``origin`` defaulted for an older agent's record)."""
 
     name: str
     state: str
@@ -56,6 +59,15 @@ class ServerRecord:
     @property
     def ended(self) -> bool:
         return self.state in FINAL_STATES
+
+    def __getitem__(self, key: str) -> Any:
+        return self.wire[key]
+
+    def __iter__(self):
+        return iter(self.wire)
+
+    def __len__(self) -> int:
+        return len(self.wire)
 
     @classmethod
     def from_wire(cls, d: Any) -> "ServerRecord":

@@ -11,12 +11,13 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 from spectui.core.agent_bundle import build_bundle
+from spectui.core.backoff import Backoff
 from spectui.core.errors import AuthFailed, HostKeyError, KeyPassphraseNeeded, SpectuiError
 from spectui.core.logsetup import agent_level
 from spectui.core.paths import HOST_STATE_DEFAULT, demo_state_dir
 from spectui.core.rpc import AgentClient
 from spectui.core.transport.base import Transport
-from spectui.core.transport.local import LocalTransport
+from spectui.core.transport.local import LocalTransport, start_early
 from spectui.core.transport.ssh import SshOptions
 
 if TYPE_CHECKING:
@@ -50,6 +51,11 @@ class HostTarget:
             return self.destination or "?"
         return "demo (simulated host)" if self.kind == "demo" else "local"
 
+    @property
+    def history_label(self) -> str:
+        """The host's name in the history (benchmarks, probes, tunes): an SSH host's destination, else its label."""
+        return self.destination if self.kind == "ssh" and self.destination else self.label
+
     def host_python(self) -> str:
         if self.python:
             return self.python
@@ -75,6 +81,14 @@ class HostTarget:
 
             return SshTransport(self.destination or "", self.ssh)
         return LocalTransport()
+
+
+def start_agent_early(target: HostTarget) -> None:
+    """Start the agent of a host on this machine (the demo, ``local``) now, for the session :func:`open_session`
+    opens on it later in this process: the agent starts while the caller goes on (the console loads its code).
+    Nothing for a host over SSH."""
+    if target.kind in ("demo", "local"):
+        start_early(build_bundle(), target.host_python(), target.agent_args())
 
 
 @dataclass
@@ -133,7 +147,7 @@ async def reopen_session(target: HostTarget, *, within_s: float,
     hears each failed attempt's sentence and the wait before the next one.
     """
     deadline = time.monotonic() + max(0.0, within_s)
-    wait = RECONNECT_FIRST_WAIT_S
+    backoff = Backoff(RECONNECT_FIRST_WAIT_S, cap_s=RECONNECT_MAX_WAIT_S)
     while True:
         try:
             return await open_session(target)
@@ -144,9 +158,8 @@ async def reopen_session(target: HostTarget, *, within_s: float,
             if left <= 0:
                 log.warning("gave up reconnecting to %s: %s", target.label, exc)
                 raise
-            pause = min(wait, left)
+            pause = min(backoff.next(), left)
             log.info("reconnecting to %s: %s; trying again in %.0f s", target.label, exc, pause)
             if on_retry is not None:
                 on_retry(str(exc), pause)
             await asyncio.sleep(pause)
-            wait = min(RECONNECT_MAX_WAIT_S, wait * 2)

@@ -36,7 +36,6 @@ other key stays, and so do the comments where the ``theme:`` line can be edited 
 from __future__ import annotations
 
 import json
-import math
 import os
 import re
 import tempfile
@@ -46,18 +45,12 @@ from typing import Any
 
 import yaml
 
-from spectui.core.alerts import AlertConfig, alert_config
+from spectui.core.alerts import AlertConfig
 from spectui.core.errors import SpectuiError
 from spectui.core.paths import settings_file
-from spectui.core.profiles.errors import ProfileError, close_matches, did_you_mean
+from spectui.core.profiles.errors import ProfileError
 from spectui.core.profiles.yamlsource import YamlDocument, load_yaml, parse_yaml
 
-TOP_KEYS = ("theme", "default_host", "hosts", "ssh", "telemetry_hz", "keymap", "demo", "alerts", "probe")
-SSH_KEYS = ("config", "identity", "port", "jump", "known_hosts", "accept_new_host_key", "connect_timeout")
-DEMO_KEYS = ("port_base",)
-# The console's verify-cost probe (p): torch.distributed backend and where the ranks' tensors live, as
-# `spectui probe --backend/--device` (gloo on cpu rehearses a probe on hosts without GPUs).
-PROBE_CHOICES = {"backend": ("auto", "nccl", "gloo"), "device": ("auto", "cuda", "cpu")}
 TELEMETRY_HZ_MAX = 10.0
 
 
@@ -102,6 +95,16 @@ class Settings:
         return ProfileError(message, path=self.path, line=line, column=column,
                             field=".".join(str(p) for p in fpath))
 
+    def line_of(self, fpath: tuple) -> int | None:
+        """The line of the file that sets ``fpath`` (e.g. ``("ssh", "port")``), when the file sets it and the
+        value was applied; None when the setting comes from elsewhere (a refused value keeps its default)."""
+        if self.doc is None or tuple(fpath) not in self.doc.key_marks:
+            return None
+        name = ".".join(str(p) for p in fpath)
+        if any(e.field == name or (e.field or "").startswith(name + ".") for e in self.errors):
+            return None
+        return self.doc.key_marks[tuple(fpath)][0]
+
 
 def load_settings(path: str | Path | None = None) -> Settings:
     """Read the settings file (default: :func:`settings_file`); a missing file is no settings and no error."""
@@ -122,175 +125,30 @@ def load_settings(path: str | Path | None = None) -> Settings:
         settings.errors.append(settings.error_at((), "the settings file must be a map of settings "
                                                      "(theme:, default_host:, ...); nothing in it was applied"))
         return settings
-    _Reader(settings).read(data)
+    from spectui.core.schema_errors import located
+    from spectui.core.settings_schema import read_settings
+
+    got, problems = read_settings(data)
+    settings.errors.extend(located(doc, problem, path=settings.path) for problem in problems)
+    _apply(settings, got)
     return settings
 
 
-class _Reader:
-    """Checks each value and stores the good ones; a bad one is an error and keeps its default."""
-
-    def __init__(self, settings: Settings) -> None:
-        self.s = settings
-
-    def problem(self, fpath: tuple, message: str, *, key: bool = False) -> None:
-        self.s.errors.append(self.s.error_at(fpath, message, key=key))
-
-    def unknown(self, fpath: tuple, known: tuple) -> None:
-        name = str(fpath[-1])
-        where = "a setting" if len(fpath) == 1 else f"an option of '{fpath[0]}'"
-        matches = close_matches(name, known)
-        self.problem(fpath, f"'{name}' is not {where}" + did_you_mean(matches)
-                     + ("" if matches else "; the known ones are " + ", ".join(known)), key=True)
-
-    def read(self, data: dict) -> None:
-        for k, value in data.items():
-            fpath = (k,)
-            if k not in TOP_KEYS:
-                self.unknown(fpath, TOP_KEYS)
-            elif k == "theme":
-                self.s.theme = self.word(fpath, value, "a theme name such as textual-dark")
-            elif k == "default_host":
-                self.s.default_host = self.destination(fpath, value)
-            elif k == "hosts":
-                if not isinstance(value, list) or not value:
-                    self.problem(fpath, "'hosts' takes a list of [user@]host[:port] or SSH config aliases, such as "
-                                        "[gpu-a, gpu-b]")
-                else:
-                    for i, v in enumerate(value):
-                        if isinstance(v, str) and re.fullmatch(r"[^\s\-][^\s]*", v) and v.isprintable():
-                            self.s.hosts.append(v)
-                        else:
-                            self.problem(fpath + (i,), f"'hosts' entry {i + 1} takes one [user@]host[:port] or SSH "
-                                                       "config alias, without spaces and not starting with '-'")
-            elif k == "telemetry_hz":
-                hz = self.number(fpath, value, 0.0, TELEMETRY_HZ_MAX, "GPU telemetry rate in Hz")
-                self.s.telemetry_hz = hz
-            elif k == "ssh":
-                if self.mapping(fpath, value):
-                    self.read_ssh(value)
-            elif k == "keymap":
-                if self.mapping(fpath, value):
-                    self.read_keymap(value)
-            elif k == "demo":
-                if self.mapping(fpath, value):
-                    self.read_demo(value)
-            elif k == "probe":
-                if self.mapping(fpath, value):
-                    self.read_probe(value)
-            elif k == "alerts":
-                self.s.alerts, problems = alert_config(value)
-                for where, sentence in problems:
-                    self.problem(where, sentence, key=sentence.startswith("unknown alert rule"))
-
-    def read_ssh(self, data: dict) -> None:
-        ssh = self.s.ssh
-        for k, value in data.items():
-            fpath = ("ssh", k)
-            if k not in SSH_KEYS:
-                self.unknown(fpath, SSH_KEYS)
-            elif k == "config":
-                ssh.config_file = self.file_path(fpath, value)
-            elif k == "known_hosts":
-                ssh.known_hosts = self.file_path(fpath, value)
-            elif k == "identity":
-                items = value if isinstance(value, list) else [value]
-                paths = [self.file_path(fpath + ((i,) if isinstance(value, list) else ()), item)
-                         for i, item in enumerate(items)]
-                ssh.identity_files = [p for p in paths if p is not None]
-            elif k == "port":
-                port = self.integer(fpath, value, 1, 65535, "SSH port")
-                ssh.port = port
-            elif k == "jump":
-                ssh.jump = self.destination(fpath, value)
-            elif k == "accept_new_host_key":
-                if isinstance(value, bool):
-                    ssh.accept_new_host_key = value
-                else:
-                    self.problem(fpath, "accept_new_host_key takes true or false")
-            elif k == "connect_timeout":
-                ssh.connect_timeout = self.number(fpath, value, 0.1, 600.0, "connect timeout in seconds")
-
-    def read_keymap(self, data: dict) -> None:
-        for binding_id, value in data.items():
-            fpath = ("keymap", binding_id)
-            if not isinstance(binding_id, str):
-                self.problem(fpath, "a keymap entry is a binding id such as dashboard.stop", key=True)
-                continue
-            keys = value if isinstance(value, list) else [value]
-            if not keys or not all(isinstance(k, str) and k.strip() for k in keys):
-                self.problem(fpath, f"give {binding_id} its keys as text, e.g. \"x\" or \"x,ctrl+x\"")
-                continue
-            names = [n.strip() for k in keys for n in k.split(",")]
-            if not all(names):
-                self.problem(fpath, f"the keys of {binding_id} have an empty name between commas; remove it")
-                continue
-            self.s.keymap[binding_id] = ",".join(names)
-
-    def read_demo(self, data: dict) -> None:
-        for k, value in data.items():
-            fpath = ("demo", k)
-            if k not in DEMO_KEYS:
-                self.unknown(fpath, DEMO_KEYS)
-            else:
-                self.s.demo_port_base = self.integer(fpath, value, 1024, 65535, "first port of the demo servers")
-
-    def read_probe(self, data: dict) -> None:
-        for k, value in data.items():
-            fpath = ("probe", k)
-            if k not in PROBE_CHOICES:
-                self.unknown(fpath, tuple(PROBE_CHOICES))
-            elif value not in PROBE_CHOICES[k]:
-                self.problem(fpath, f"'probe.{k}' is one of {', '.join(PROBE_CHOICES[k])}, not {_shown(value)}")
-            else:
-                setattr(self.s, f"probe_{k}", value)
-
-    # --- value checks ----------------------------------------------------------------------------------------
-    def mapping(self, fpath: tuple, value: Any) -> bool:
-        if isinstance(value, dict):
-            return True
-        if value is not None:
-            self.problem(fpath, f"'{fpath[-1]}' takes a map of options (one 'name: value' per line below it)")
-        return False
-
-    def word(self, fpath: tuple, value: Any, what: str) -> str | None:
-        if isinstance(value, str) and value.strip() and value.isprintable():
-            return value.strip()
-        self.problem(fpath, f"'{fpath[-1]}' takes {what}")
-        return None
-
-    def destination(self, fpath: tuple, value: Any) -> str | None:
-        if isinstance(value, str) and re.fullmatch(r"[^\s\-][^\s]*", value) and value.isprintable():
-            return value
-        self.problem(fpath, f"'{fpath[-1]}' takes one [user@]host[:port] or SSH config alias, without spaces "
-                            "and not starting with '-'")
-        return None
-
-    def file_path(self, fpath: tuple, value: Any) -> str | None:
-        if isinstance(value, str) and value.strip() and "\0" not in value:
-            return os.path.expanduser(value.strip())
-        self.problem(fpath, f"'{fpath[0] if len(fpath) > 2 else fpath[-1]}' takes a file path")
-        return None
-
-    def number(self, fpath: tuple, value: Any, low: float, high: float, what: str) -> float | None:
-        if isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value) \
-                and low <= value <= high:
-            return float(value)
-        self.problem(fpath, f"'{fpath[-1]}' is the {what}: a number from {low:g} to {high:g}, not {_shown(value)}")
-        return None
-
-    def integer(self, fpath: tuple, value: Any, low: int, high: int, what: str) -> int | None:
-        if isinstance(value, int) and not isinstance(value, bool) and low <= value <= high:
-            return value
-        self.problem(fpath, f"'{fpath[-1]}' is the {what}: a whole number from {low} to {high}, "
-                            f"not {_shown(value)}")
-        return None
-
-
-def _shown(value: Any) -> str:
-    if isinstance(value, (dict, list)):
-        return "a map" if isinstance(value, dict) else "a list"
-    text = repr(value)
-    return text if len(text) <= 40 else text[:37] + "..."
+def _apply(settings: Settings, got: Any) -> None:
+    """Copy what converted (a ``settings_schema.SettingsFile``) into ``settings``; the rest keeps its default."""
+    settings.theme, settings.default_host, settings.telemetry_hz = got.theme, got.default_host, got.telemetry_hz
+    if got.demo is not None:
+        settings.demo_port_base = got.demo.port_base
+    if got.probe is not None:
+        settings.probe_backend, settings.probe_device = got.probe.backend, got.probe.device
+    settings.hosts = list(got.hosts or [])
+    settings.keymap = dict(got.keymap or {})
+    if got.ssh is not None:
+        ssh = {f: getattr(got.ssh, f) for f in got.ssh.__struct_fields__ if getattr(got.ssh, f) is not None}
+        identity = ssh.pop("identity_files", [])
+        settings.ssh = SshDefaults(**ssh, identity_files=[identity] if isinstance(identity, str) else identity)
+    if got.alerts is not None:
+        settings.alerts = got.alerts.config()
 
 
 # --- saving the theme ------------------------------------------------------------------------------------------------

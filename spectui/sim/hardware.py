@@ -287,6 +287,29 @@ class CostModel:
             return verify + self.ngram_ms(batch)
         return verify + self.draft_ms(batch, num_steps, topk)
 
+    def forward_parts(self, algorithm: str, batch: int, num_steps: int = 0, topk: int = 1, draft_tokens: int = 1,
+                      cuda_graph: bool = True) -> Dict[str, float]:
+        """The device time (ms) of one decode step's forwards, by the category SGLang 0.5.23's device timer
+        files each under (docs/step-costs.md): ``decode`` for a plain step; ``target_verify`` for the
+        verify forward; an EAGLE-style chain's ``num_steps`` draft forwards as one ``eagle_draft`` graph and
+        its draft-extend forward as ``eagle_draft_extend`` (sglang 0.5.23 wheel,
+        sglang/srt/speculative/eagle_draft_cuda_graph_runner.py:748,
+        eagle_draft_extend_cuda_graph_runner.py:676), or, without CUDA graphs, as eager DECODE and EXTEND
+        forwards (``decode``, ``extend``: sglang/srt/model_executor/runner/eager_runner.py:261, :343-350).
+        NGRAM's trie lookup runs on the CPU and is timed by nothing. The parts add up to :meth:`step_ms`
+        less that lookup."""
+        algo = (algorithm or "NONE").upper()
+        if algo == "NONE" or batch <= 0:
+            return {"decode": self.decode_ms(max(batch, 0))}
+        parts = {"target_verify": self.verify_ms(batch, draft_tokens)}
+        if algo != "NGRAM":
+            forward = self.draft_ms(batch, 0, topk)  # one forward of the draft model
+            draft, extend = ("eagle_draft", "eagle_draft_extend") if cuda_graph else ("decode", "extend")
+            if num_steps > 0:  # at 0 steps (adaptive speculation) nothing is drafted; the extend still runs
+                parts[draft] = num_steps * forward
+            parts[extend] = forward
+        return parts
+
     def break_even_accept_length(self, algorithm: str, num_steps: int, topk: int, draft_tokens: int) -> float:
         """Accept length at which speculation matches plain decoding (batch 1)."""
         return self.step_ms(algorithm, 1, num_steps, topk, draft_tokens) / self.decode_ms(1)

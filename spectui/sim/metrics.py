@@ -11,11 +11,20 @@ requests produce tokens and finish.
 (sglang 0.5.23 wheel, sglang/srt/observability/metrics_collector.py:1032-1039; increments skip
 a zero delta, :1558-1578). Its decode series grows at every decode iteration, unlike
 ``generation_tokens_total``, which moves only when a request finishes.
+
+The step counters of the 0.5.23 era (docs/step-costs.md): ``sglang:cuda_graph_passes_total{mode}``, one
+``decode_cuda_graph``/``decode_none`` per decode batch and one ``prefill_cuda_graph``/``prefill_none`` per
+prefill batch, a series appearing with its first pass (metrics_collector.py:737-741, :1527-1533);
+``sglang:scheduler_idle_seconds_total``, seeded at 0 (:1062-1068, :1086, :1614-1615); and, only with
+``SGLANG_ENABLE_METRICS_DEVICE_TIMER`` true in the server's environment (sglang/srt/environ.py:479, read as
+``EnvBool``: ``true``, ``1``, ``yes``, ``y``), ``sglang:forward_execution_seconds_total{category}``, the
+device seconds of each timed forward by category (:1054-1061, :1598-1606). The simulator adds the cost
+model's modelled milliseconds of each forward, so the step costs read from it are the modelled ones.
 """
 
 from __future__ import annotations
 
-from typing import Dict
+from typing import Dict, Mapping, Optional
 
 from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram, disable_created_metrics, generate_latest
 from prometheus_client.exposition import CONTENT_TYPE_LATEST
@@ -26,12 +35,19 @@ ITL_BUCKETS = [
     0.002, 0.004, 0.006, 0.008, 0.010, 0.015, 0.020, 0.025, 0.030, 0.035, 0.040, 0.060, 0.080,
     0.100, 0.200, 0.400, 0.600, 0.800, 1.000, 2.000, 4.000, 6.000, 8.000,
 ]
+DEVICE_TIMER_ENV = "SGLANG_ENABLE_METRICS_DEVICE_TIMER"
+
+
+def device_timer_on(environ: Mapping[str, str]) -> bool:
+    """Whether ``environ`` turns SGLang's device timer on (``EnvBool``, sglang/srt/environ.py:145-147)."""
+    return (environ.get(DEVICE_TIMER_ENV) or "").strip().lower() in ("true", "1", "yes", "y")
 
 
 class ServerMetrics:
     content_type = CONTENT_TYPE_LATEST
 
-    def __init__(self, model_name: str, engine_type: str = "unified", era: str = "0.5.23", dp_size: int = 1):
+    def __init__(self, model_name: str, engine_type: str = "unified", era: str = "0.5.23", dp_size: int = 1,
+                 device_timer: bool = False):
         # SGLang serves its registry in prometheus_client's multiprocess mode, which writes no
         # ``_created`` series (sglang 0.5.23 wheel, sglang/srt/observability/metrics_collector.py:
         # the collectors are made after PROMETHEUS_MULTIPROC_DIR is set); this process's
@@ -86,6 +102,23 @@ class ServerMetrics:
                 "mode: prefill_compute, prefill_cache, decode.",
                 labelnames=sl + ["mode"], registry=r,
             )
+        self._passes = self._idle = self._forward_seconds = None
+        if era == "0.5.23":
+            self._passes = Counter(
+                "sglang:cuda_graph_passes", "Total number of forward passes categorized by CUDA graph.",
+                labelnames=sl + ["mode"], registry=r,
+            )
+            self._idle = Counter(
+                "sglang:scheduler_idle_seconds", "Total wall time while the scheduler has no runnable or queued work.",
+                labelnames=sl, registry=r,
+            ).labels(**self.sched_labels)
+            if device_timer:
+                self._forward_seconds = Counter(
+                    "sglang:forward_execution_seconds",
+                    "Total time that GPU is busy executing model forward passes. Refer to ForwardMode for "
+                    "category labels.",
+                    labelnames=sl + ["category"], registry=r,
+                )
 
         stream_l = tl + ["is_streaming"]
         self.prompt_tokens_total = Counter(
@@ -150,6 +183,29 @@ class ServerMetrics:
                             ("decode", decode)):
             if delta:
                 self._realtime.labels(mode=mode, **self.sched_labels).inc(delta)
+
+    def forward_pass(self, kind: str, cuda_graph: bool) -> None:
+        """One decode or prefill batch processed (``kind``: ``decode`` or ``prefill``)."""
+        if self._passes is not None:
+            self._passes.labels(mode="%s_%s" % (kind, "cuda_graph" if cuda_graph else "none"),
+                                **self.sched_labels).inc()
+
+    def forward_seconds(self, parts: Mapping[str, float]) -> None:
+        """The device seconds of one batch's forwards by category (only with the device timer on)."""
+        if self._forward_seconds is None:
+            return
+        for category, seconds in parts.items():
+            if seconds > 0:
+                self._forward_seconds.labels(category=category, **self.sched_labels).inc(seconds)
+
+    def idle_seconds(self, seconds: float) -> None:
+        if self._idle is not None and seconds > 0:
+            self._idle.inc(seconds)
+
+    @property
+    def device_timer(self) -> Optional[bool]:
+        """Whether this server times its forwards (None before the 0.5.23 era, which has no such counter)."""
+        return None if self._passes is None else self._forward_seconds is not None
 
     # -- requests ---------------------------------------------------------------------------------
     def observe_first_token(self, streaming: bool, ttft_s: float) -> None:

@@ -3,6 +3,11 @@
 The children stay in the leader's process group (stopping the group stops them) and learn
 their memory and utilization from the leader over a pipe. Killing only the leader leaves them
 behind, holding their memory, until their orphan timeout.
+
+``SPECTUI_SIM_RANKS=inline`` keeps the ranks in the leader instead (:class:`InlineRanks`): the same
+memory and utilization on the same virtual GPUs, each GPU's claim in the leader's name, and no
+child process per rank (nor orphans: a killed leader's memory goes after the host's release delay).
+For runs that look at GPU usage, not at the processes that hold it.
 """
 
 from __future__ import annotations
@@ -14,6 +19,11 @@ import subprocess
 import sys
 import time
 from typing import List, Optional, Sequence
+
+from spectui.sim.vgpu import GpuClaim
+
+#: ``processes`` (the default): one child per rank; ``inline``: the ranks' claims kept by the leader.
+RANKS_ENV = "SPECTUI_SIM_RANKS"
 
 # A rank needs the standard library and this package only: it starts without site (``-S``: no .pth
 # files, no site-packages scan), with this package's folder on its path, on less CPU
@@ -69,11 +79,14 @@ class RankGroup:
     def pids(self) -> List[int]:
         return [p.pid for p in self.procs]
 
+    def scheduler_name(self, rank: int) -> str:
+        """The process name SGLang gives the scheduler of TP rank ``rank``."""
+        return "sglang::scheduler_TP%d" % rank if self.tp_size > 1 else "sglang::scheduler"
+
     def start(self) -> None:
         for local, gpu in enumerate(self.gpus):
             rank = self.first_rank + local
-            name = "sglang::scheduler_TP%d" % rank if self.tp_size > 1 else "sglang::scheduler"
-            argv = rank_argv(self.state_dir, gpu, rank, name, self.orphan_timeout)
+            argv = rank_argv(self.state_dir, gpu, rank, self.scheduler_name(rank), self.orphan_timeout)
             self.procs.append(subprocess.Popen(argv, stdin=subprocess.PIPE, close_fds=True, env=rank_env()))
 
     def set_memory(self, mib: float, rank: Optional[int] = None) -> None:
@@ -156,3 +169,59 @@ class RankGroup:
                     p.stdin.close()
                 except OSError:
                     pass
+
+
+class InlineRanks(RankGroup):
+    """:class:`RankGroup` with no rank processes: the leader writes each rank's claim on its virtual GPU
+    (``procs/<leader pid>-rank<R>.json``), in its own name, whenever it publishes."""
+
+    def __init__(self, state_dir: str, gpus: Sequence[int], orphan_timeout: float = 60.0, first_rank: int = 0,
+                 tp_size: Optional[int] = None):
+        super().__init__(state_dir, gpus, orphan_timeout, first_rank, tp_size)
+        self.claims: List[GpuClaim] = []
+        self._live = False
+
+    @property
+    def pids(self) -> List[int]:
+        return []
+
+    def start(self) -> None:
+        for local, gpu in enumerate(self.gpus):
+            rank = self.first_rank + local
+            self.claims.append(GpuClaim(os.path.expanduser(str(self.state_dir)), gpu, self.scheduler_name(rank),
+                                        key="%d-rank%d" % (os.getpid(), rank)))
+        self._live = True
+        self.publish()
+
+    def publish(self, util: Optional[float] = None) -> None:
+        if util is not None:
+            self.util = util
+        if not self._live:
+            return
+        for rank, claim in enumerate(self.claims):
+            try:
+                claim.update(memory_mib=round(self.mem[rank], 1), util=round(self.util, 4))
+            except OSError:
+                pass
+
+    def wait_reported(self, timeout: float = 3.0) -> bool:
+        return True  # written as they are published
+
+    def alive(self) -> List[int]:
+        return []
+
+    def stop(self, timeout: float = 3.0) -> None:
+        """The ranks exit: their memory is free at once."""
+        self._live = False
+        for claim in self.claims:
+            claim.release()
+
+    def kill(self) -> None:
+        """A crash: the claims are no longer kept, and go with the leader after the host's release delay."""
+        self._live = False
+
+
+def rank_group(state_dir: str, gpus: Sequence[int], **kwargs):
+    """The ranks as ``SPECTUI_SIM_RANKS`` says: :class:`InlineRanks` for ``inline``, else :class:`RankGroup`."""
+    kind = os.environ.get(RANKS_ENV, "processes").strip().lower()
+    return InlineRanks(state_dir, gpus, **kwargs) if kind == "inline" else RankGroup(state_dir, gpus, **kwargs)

@@ -11,7 +11,8 @@ Layout of ``<state>/sim/``:
     "power_idle_w", "sm_clock_idle_mhz", "sm_clock_max_mhz", "temp_idle_c",
     "temp_max_c"}]}``
 ``procs/<pid>.json``
-    One per process that holds memory on a virtual GPU (one per TP rank):
+    One per process that holds memory on a virtual GPU (one per TP rank; a leader that keeps its
+    ranks itself, ``SPECTUI_SIM_RANKS=inline``, writes ``procs/<pid>-rank<R>.json``, one per rank):
     ``{"pid", "start_ticks", "gpu", "name", "memory_mib", "util", "heartbeat"}``.
     ``util`` is the busy fraction (0..1) of the process's decode loop over its last
     window, ``heartbeat`` the writer's ``time.time()`` at its last update,
@@ -119,11 +120,13 @@ def _alive(pid: int, start_ticks) -> bool:
 class GpuClaim:
     """A process's hold on one virtual GPU. Call :meth:`update` periodically (heartbeat)."""
 
-    def __init__(self, state_dir: str | os.PathLike, gpu: int, name: str, pid: int | None = None):
+    def __init__(self, state_dir: str | os.PathLike, gpu: int, name: str, pid: int | None = None,
+                 key: str | None = None):
         self.pid = pid if pid is not None else os.getpid()
         self.gpu = gpu
         self.name = name
-        self.path = sim_dir(state_dir) / "procs" / ("%d.json" % self.pid)
+        # one file per claim: ``<pid>.json``, or ``<key>.json`` for one of several claims of one process
+        self.path = sim_dir(state_dir) / "procs" / ("%s.json" % (key if key is not None else self.pid))
         self.memory_mib = 0.0
         self.util = 0.0
         self._ticks = _start_ticks(self.pid)

@@ -7,68 +7,140 @@ from __future__ import annotations
 
 import math
 import re
-import statistics
+import time
 from collections.abc import Sequence
 
-from spectui.ui.views import BreakEven, Stage
+from spectui.core.breakeven import break_even
+from spectui.core.console.switches import SWITCH_FINAL
+from spectui.core.server_frames import LiveBreakEven, ServerFrame
+from spectui.core.stepcost import TIMER_ENV
+from spectui.ui.views import BreakEven, PredictedLStar, Stage
 
-MIN_FRAMES = 10    # frames at one request before a step time is given
-MIN_ACCEPT = 3     # of which with an accept length (speculative servers)
-
-
-def concurrency_one(accept: Sequence[float], throughput: Sequence[float], running: Sequence[float]
-                    ) -> list[tuple[float | None, float]]:
-    """(accept length or None, tok/s) of the frames taken with exactly one request running.
-
-    The request count is sampled when a frame is taken while tok/s covers the window before
-    it, so a frame counts only when the frame before it saw one request too (the window began
-    and ended at one). SGLang updates its counters in steps, so single frames swing between 0
-    and about twice the rate: the step times below average over all of these frames, zeros
-    included, rather than trusting any one of them.
-    """
-    out = []
-    prev = False
-    for al, tps, rr in zip(accept, throughput, running):
-        one = rr is not None and not math.isnan(rr) and int(rr) == 1
-        before, prev = prev, one
-        if not (one and before):
-            continue
-        if tps is None or math.isnan(tps) or tps < 0:
-            continue
-        out.append((None if al is None or math.isnan(al) else al, tps))
-    return out
+# The server's cumulative accept length (/server_info's avg_spec_accept_length, since start or the last
+# /flush_cache) over a few requests is the warm-up's and the first prompts', not the server's: it is shown once the
+# server reports this many finished requests (sglang:num_requests_total); before, the panel says after how many;
+# without a count (no /metrics) it is not shown, as how much it covers cannot be told.
+CUMULATIVE_MIN_REQUESTS = 20
 
 
-def baseline_step_ms(pairs: Sequence[tuple[float | None, float]]) -> tuple[float, int] | None:
-    """Plain decode step time, 1 / (mean tok/s), and the number of frames it rests on."""
-    if len(pairs) < MIN_FRAMES:
-        return None
-    rate = statistics.fmean(t for _, t in pairs)
-    return (1000.0 / rate, len(pairs)) if rate > 0 else None
-
-
-def speculative_step_ms(pairs: Sequence[tuple[float | None, float]]) -> tuple[float, int] | None:
-    """Speculative step time, mean accept length / mean tok/s (one verify step yields L tokens)."""
-    accepts = [a for a, _ in pairs if a is not None and a > 0]
-    if len(pairs) < MIN_FRAMES or len(accepts) < MIN_ACCEPT:
-        return None
-    rate = statistics.fmean(t for _, t in pairs)
-    return (1000.0 * statistics.fmean(accepts) / rate, len(pairs)) if rate > 0 else None
-
-
-def break_even(base: tuple[str, tuple[float, int]] | None, spec: tuple[str, tuple[float, int]] | None
-               ) -> BreakEven | None:
-    """L* = speculative step time / baseline step time, once both were measured."""
+def l_star_view(base: tuple[str, tuple[float, int]] | None, spec: tuple[str, tuple[float, int]] | None
+                ) -> BreakEven | None:
+    """The live L* (spectui.core.breakeven) with the step times and runs it rests on, once both were measured."""
     if base is None or spec is None:
         return None
     (base_name, (base_ms, nb)), (spec_name, (spec_ms, ns)) = base, spec
-    if base_ms <= 0:
+    value = break_even(spec_ms, base_ms)
+    if value is None:
         return None
-    return BreakEven(round(spec_ms / base_ms, 2), round(base_ms, 2), round(spec_ms, 2), base_name, spec_name, nb, ns)
+    return BreakEven(round(value, 2), round(base_ms, 2), round(spec_ms, 2), base_name, spec_name, nb, ns)
+
+
+def hms(t: float) -> str:
+    """A wall time as the console shows it: ``14:02:11``, local."""
+    return time.strftime("%H:%M:%S", time.localtime(t))
+
+
+def probe_name(p: PredictedLStar) -> str:
+    return f"probe {p.probe_id}" if p.probe_id else "probe without an id"
+
+
+def _window(seconds: float | None, until: float | None, latest: float | None) -> str:
+    span = f"{seconds:.0f} s" if seconds is not None else "a window"
+    if until is None or latest is None or until >= latest:
+        return f"last {span}"
+    return f"{span} to {hms(until)}"
+
+
+def _fallback(breakeven: BreakEven | None, predicted: PredictedLStar | None) -> str:
+    """The L* the panel shows without a live one, and where it comes from."""
+    if breakeven is not None:
+        return f"L* {breakeven.l_star:.2f} from the baseline run ({breakeven.base_name})"
+    if predicted is not None and predicted.value is not None:
+        return f"L* {predicted.value:.2f} from the probe's prediction ({probe_name(predicted)})"
+    return "no L* yet (a baseline run or a probe gives one)"
+
+
+def step_cost_line(live: LiveBreakEven | None, latest: float | None, breakeven: BreakEven | None,
+                   predicted: PredictedLStar | None) -> str:
+    """One line under the accept length: the step costs the server's timer measured and the live L* they give,
+    each with its source and window; without them, why, and the L* used instead."""
+    if live is None:
+        return ""
+    if live.step is None:
+        why = live.reason or "no server timer"
+        if "timer is off" in why:
+            why = f"no server timer ({TIMER_ENV}=1 starts it)"
+        return f"{why} → {_fallback(breakeven, predicted)}"
+    what = "verify+draft" if live.drafted else "verify"
+    own = f"{what} {live.step.value:.1f} ms per step (server timer, {_window(live.step.window_s, live.until, latest)})"
+    if live.decode is None or live.decode.value is None:
+        return f"{own}; {live.reason or 'no plain decode step timed here'} → {_fallback(breakeven, predicted)}"
+    decode = (f"decode {live.decode.value:.1f} ms ({live.decode_server}'s timer, "
+              f"{_window(live.decode.window_s, live.decode_until, latest)})")
+    if live.l_star is None or live.l_star.value is None:
+        return f"{own} · {decode} → no L*: {live.reason}"
+    return f"{own} · {decode} → L* {live.l_star.value:.2f}"
+
+
+def headline_l_star(live: LiveBreakEven | None, breakeven: BreakEven | None,
+                    predicted: PredictedLStar | None) -> tuple[float, str] | None:
+    """The L* a server's accept length is judged against, and what it is: the live one from the servers' device
+    timers (``server timer``), else the one measured from a baseline run here (``measured``), else the probe's
+    (``predicted``). The panel's headline, the glance row and the alert rules all take this one."""
+    if live is not None and live.l_star is not None and live.l_star.value is not None:
+        return round(live.l_star.value, 2), "server timer"
+    if breakeven is not None:
+        return breakeven.l_star, "measured"
+    if predicted is not None and isinstance(predicted.value, (int, float)):
+        return float(predicted.value), "predicted"
+    return None
+
+
+def _ms(value) -> float | None:
+    return float(value) if isinstance(value, (int, float)) and not isinstance(value, bool) and value >= 0 else None
+
+
+def why_line(row: dict, prediction: dict) -> str | None:
+    """Why speculation pays or not, from a probe's record: what a verify step of the profile's width and a plain
+    decode step cost and how much of each is all-reduce. The verify step is the probe's model of it (the decode step
+    plus the extra all-reduce, the extra tokens' compute and the drafting: spectui.core.probe.predict); without
+    the decode step time, the all-reduce alone. None for a record without these figures."""
+    verify_comm, decode_comm = _ms(row.get("verify_comm_ms")), _ms(prediction.get("decode_comm_ms"))
+    tokens = row.get("draft_tokens")
+    if verify_comm is None or decode_comm is None or not isinstance(tokens, int):
+        return None
+    decode = _ms(prediction.get("decode_step_ms"))
+    parts = [_ms(row.get(k)) for k in ("extra_comm_ms", "extra_compute_ms", "drafting_ms")]
+    if not decode or any(p is None for p in parts):
+        return (f"why: all-reduce {verify_comm:.1f} ms per verify step ({tokens} tokens) against "
+                f"{decode_comm:.1f} ms per decode step")
+    verify = decode + sum(parts)
+    return (f"why: a verify step ({tokens} tokens) {verify:.1f} ms, {verify_comm:.1f} ms of it all-reduce "
+            f"({100 * verify_comm / verify:.0f}%); a decode step {decode:.1f} ms, {decode_comm:.1f} ms all-reduce "
+            f"({100 * decode_comm / decode:.0f}%)")
+
+
+def width_line(frame: ServerFrame | None, adaptive: bool) -> str:
+    """The draft width the server runs now, from its gauges, and when it last changed."""
+    width = frame.width_now if frame is not None else None
+    if width is None:
+        return ""
+    parts = []
+    if width.draft_tokens is not None:
+        parts.append(f"{width.draft_tokens} draft tokens")
+    if width.steps is not None:
+        parts.append(f"{width.steps} steps")
+    changes = frame.width_changes
+    if changes:
+        when = f"since {hms(changes[-1].at)}"
+    else:
+        when = "no change seen" if adaptive else "as launched"
+    source = (width.source or "").removeprefix("sglang:")
+    return "width " + " · ".join(parts) + f", {when}" + (f" ({source} gauge)" if source else "")
 
 
 # --- switch stages -------------------------------------------------------------------------------------
-FINAL = ("ready", "failed", "crashed", "stopped", "unresponsive", "timeout")
+FINAL = SWITCH_FINAL
 
 
 def _progress_text(detail: object) -> str | None:
@@ -140,5 +212,17 @@ def log_level(line: str) -> str | None:
     return None
 
 
-def matches(line: str, needle: str) -> bool:
-    return not needle or needle.lower() in line.lower()
+def fitted_range(values, *, floor: float | None = None, margin: float = 0.1, least: float = 0.5,
+                 step: float = 0.1) -> tuple[float, float] | None:
+    """The y range of a chart fitted to the values seen: their span and ``margin`` of it each side (the range at
+    least ``least`` wide), widened to multiples of ``step`` and kept at or above ``floor``; None with no value. An axis
+    from the theoretical maximum (an n-gram's 8 draft tokens) would lay an accept length of 1.4 on its floor."""
+    seen = [v for v in values if v is not None and not math.isnan(v)]
+    if not seen:
+        return None
+    lo, hi = min(seen), max(seen)
+    pad = max(margin * (hi - lo), (least - (hi - lo)) / 2, step / 2)
+    lo, hi = math.floor((lo - pad) / step) * step, math.ceil((hi + pad) / step) * step
+    if floor is not None and lo < floor:
+        lo = floor
+    return round(lo, 6), round(max(hi, lo + step), 6)

@@ -13,29 +13,15 @@ import time
 from dataclasses import dataclass
 
 from spectui.agent.protocol import DOWN_STATES, LIVE_STATES, ServerState
-from spectui.core.alerts import AlertEngine
+from spectui.core.console import HostConsole
 from spectui.core.live import HostLink, LinkState
-from spectui.core.profiles import ProfileLibrary
 from spectui.core.profiles.multinode import is_node_host
-from spectui.core.session import HostTarget
 
 RETRY_START_S = 5.0   # a host whose first connection failed is tried again after this, doubling
 RETRY_MAX_S = 60.0
 
 
-@dataclass
-class FleetHost:
-    target: HostTarget
-    library: ProfileLibrary
-    link: HostLink | None = None
-    error: str | None = None        # why the last connection attempt failed, until one succeeds
-    retry_at: float | None = None   # time.monotonic() of the next attempt after a failure
-    refused: bool = False           # the operator refused its host key: not tried again
-    alerts: AlertEngine | None = None  # its alerts, judged from its own link whichever host is shown
-
-    @property
-    def label(self) -> str:
-        return self.target.label
+FleetHost = HostConsole  # a host of the console, as the overview lists it
 
 
 @dataclass(frozen=True)
@@ -63,7 +49,7 @@ class FleetView:
     highlight: int
 
 
-def _state(host: FleetHost) -> str:
+def _state(host: HostConsole) -> str:
     link = host.link
     if host.refused or (host.error and (link is None or not link.connected)):
         return "down"
@@ -78,7 +64,7 @@ def _serving(link: HostLink) -> tuple[str, dict] | None:
     return live[0] if live else None
 
 
-def fleet_row(number: int, host: FleetHost, *, current: bool, now: float | None = None) -> FleetRow:
+def fleet_row(number: int, host: HostConsole, *, current: bool, now: float | None = None) -> FleetRow:
     """One host's row of the overview, from what its link holds."""
     state = _state(host)
     link = host.link
@@ -121,11 +107,11 @@ def fleet_row(number: int, host: FleetHost, *, current: bool, now: float | None 
     return FleetRow(health=health, **row)
 
 
-def fleet_view(hosts: list[FleetHost], current: int, highlight: int) -> FleetView:
+def fleet_view(hosts: list[HostConsole], current: int, highlight: int) -> FleetView:
     return FleetView(tuple(fleet_row(i + 1, h, current=i == current) for i, h in enumerate(hosts)), highlight)
 
 
-def node_hosts(profile, hosts: list[FleetHost]) -> tuple[list[FleetHost] | None, str | None]:
+def node_hosts(profile, hosts: list[HostConsole]) -> tuple[list[HostConsole] | None, str | None]:
     """The host of each node of a multi-node ``profile``, rank 0 first, among the console's hosts: the one whose
     destination or name is the node's SSH host; on the demo (its hosts are all simulated on this machine), the
     demo's hosts in order. Else None and the sentence saying what is missing."""

@@ -35,7 +35,7 @@ DASHBOARD = [
     Binding("r", "restart", "Restart", id="dashboard.restart",
             tooltip="Restart the server shown in the server panel (asks first)"),
     Binding("l", "logs", "Logs", id="dashboard.logs", tooltip="Open the full log: search, wrap, follow, save"),
-    Binding("slash", "filter", "Filter", id="dashboard.filter", show=False,
+    Binding("slash", "filter", "Filter", id="dashboard.filter", show=False, priority=True,
             tooltip="Filter the log tail (escape clears)"),
     Binding("f", "source", "Source", id="dashboard.source",
             tooltip="Browse SGLang's speculative decoding source (the demo offers to "
@@ -76,7 +76,7 @@ DASHBOARD = [
             tooltip="Raise the GPU telemetry rate: 1, 2, 5, 10 Hz (the header shows it)"),
     Binding("minus", "telemetry_slower", "Slower", id="dashboard.telemetry_slower", show=False,
             tooltip="Lower the GPU telemetry rate: 10, 5, 2, 1 Hz"),
-    Binding("F", "filter_profiles", "Find", id="dashboard.filter_profiles", show=False,
+    Binding("F", "filter_profiles", "Find", id="dashboard.filter_profiles", show=False, priority=True,
             tooltip="Filter the profile list by name, algorithm or model (escape clears)"),
     Binding("o", "found_group", "Found", id="dashboard.found_group", show=False,
             tooltip="Fold or unfold the group of servers found on this host (under the profiles)"),
@@ -89,6 +89,8 @@ DASHBOARD = [
                     "to a report"),
     Binding("exclamation_mark", "alerts", "Alerts", id="dashboard.alerts", show=False,
             tooltip="The alerts firing now, and every change"),
+    Binding("n", "app.notifications", "Notifications", id="dashboard.notifications", show=False,
+            tooltip="Every notification of this session in full, newest first, and the settings file's problems"),
     Binding("H", "hosts", "Hosts", id="dashboard.hosts",
             tooltip="Several hosts: the fleet overview, one row a host; enter opens a host's dashboard"),
     Binding("less_than_sign", "host(-1)", "Prev host", id="dashboard.previous_host", show=False,
@@ -103,12 +105,16 @@ DASHBOARD = [
 ]
 
 LOGS = [
-    Binding("slash", "search", "Search", id="logs.search", tooltip="Search the log (enter jumps to the first match)"),
+    Binding("slash", "search", "Search", id="logs.search", priority=True, tooltip="Search the log (enter jumps to the first match)"),
+    Binding("ctrl+t", "toggle_search_mode", "Regex/text", id="logs.search_mode", show=False,
+            tooltip="Search with a regular expression or for plain text, as typed (the search line says which)"),
     Binding("n", "next_match", "Next", id="logs.next", tooltip="Jump to the next match"),
     Binding("N", "previous_match", "Previous", id="logs.previous", show=False, tooltip="Jump to the previous match"),
     Binding("w", "toggle_wrap", "Wrap", id="logs.wrap", tooltip="Wrap long lines on or off"),
     Binding("f", "toggle_follow", "Follow", id="logs.follow", tooltip="Follow new lines on or off"),
     Binding("ctrl+s", "save", "Save", id="logs.save", tooltip="Save the log to a local file"),
+    Binding("p", "toggle_polls", "Polls", id="logs.polls", show=False,
+            tooltip="Show or hide spectui's own polls (GET /metrics, /server_info); hidden at first, counted"),
     Binding("y", "copy_line", "Copy line", id="logs.copy",
             tooltip="Copy the line of the current search match, else the last line shown, to the clipboard"),
     Binding("escape,q", "close", "Back", id="logs.back", tooltip="Back to the dashboard"),
@@ -122,16 +128,22 @@ BENCH = [
             tooltip="Export the results as Markdown to a file (says where)"),
     Binding("T", "tune", "Tune", id="bench.tune",
             tooltip="Tune the highlighted profile: predict, measure the best few, recommend one"),
+    Binding("left", "scroll_cols(-1)", "◀ cols", id="bench.left", show=False, priority=True,
+            tooltip="Move the tables left (their columns beyond the screen; the line above them says which show)"),
+    Binding("right", "scroll_cols(1)", "cols ▶", id="bench.right", show=False, priority=True,
+            tooltip="Move the tables right"),
     Binding("escape,q", "close", "Back", id="bench.back",
             tooltip="Back to the dashboard (a benchmark goes on; v comes back)"),
 ]
 
 SOURCE = [
-    Binding("slash", "search", "Search", id="source.search",
+    Binding("slash", "search", "Search", id="source.search", priority=True,
             tooltip="Search the package with a regular expression (run on the host)"),
+    Binding("ctrl+t", "toggle_search_mode", "Regex/text", id="source.search_mode", show=False,
+            tooltip="Search with a regular expression or for plain text, as typed (the search line says which)"),
     Binding("g", "definition", "Definition", id="source.definition",
             tooltip="Go to the definition of the name under the cursor"),
-    Binding("d", "ask_definition", "Go to name", id="source.go_to_name",
+    Binding("d", "ask_definition", "Go to name", id="source.go_to_name", priority=True,
             tooltip="Type a class, function or --flag name and go to it"),
     Binding("n", "next_hit(1)", "Next hit", id="source.next_hit", tooltip="Jump to the next search hit"),
     Binding("N", "next_hit(-1)", "Previous hit", id="source.previous_hit", show=False,
@@ -194,6 +206,8 @@ REPLAY = [
 
 ALERTS = [Binding("escape,q,exclamation_mark", "close", "Back", id="alerts.back", tooltip="Back to the dashboard")]
 
+NOTIFICATIONS = [Binding("escape,q,n", "close", "Back", id="notifications.back", tooltip="Back to the dashboard")]
+
 PICKER = [Binding("escape", "cancel", "Cancel", id="picker.cancel", tooltip="Close without choosing")]
 
 CLOSE = [Binding("escape,q,question_mark", "close", "Close", id="help.close", tooltip="Close this screen")]
@@ -209,14 +223,15 @@ PALETTE_HELP = "Command palette: Switch to / Stop for each profile, and every ke
 # Groups shown by the help screen, in order.
 HELP_GROUPS = (("Dashboard", DASHBOARD), ("Log screen", LOGS), ("Benchmark screen", BENCH),
                ("Source screen", SOURCE), ("GPU process screen", GPU_PROCESSES), ("Describe screen", DESCRIBE),
-               ("Debug log screen", DEBUG_LOG), ("Alerts screen", ALERTS), ("Hosts screen", FLEET),
+               ("Debug log screen", DEBUG_LOG), ("Alerts screen", ALERTS),
+               ("Notifications screen", NOTIFICATIONS), ("Hosts screen", FLEET),
                ("Replay (spectui replay)", REPLAY))
 
 # Actions that make sense as palette commands (digits and movement do not).
 PALETTE_ACTIONS = ("switch", "stop", "adopt", "import_profile", "restart", "logs", "filter", "source", "bench", "compare", "results", "probe",
                    "traffic", "retry_now", "gpu_processes", "describe", "pause", "telemetry_faster",
                    "telemetry_slower", "filter_profiles", "found_group", "found_stopped", "found_owner",
-                   "debug_log", "alerts", "record", "hosts", "help", "quit_console")
+                   "debug_log", "alerts", "app.notifications", "record", "hosts", "help", "quit_console")
 # A palette title where the footer's short label would not say enough.
 PALETTE_TITLES = {"probe": "Run verify-cost probe", "bench": "Benchmark the ready server",
                   "adopt": "Adopt the highlighted server", "import_profile": "Import a profile from the server",
@@ -228,6 +243,7 @@ PALETTE_TITLES = {"probe": "Run verify-cost probe", "bench": "Benchmark the read
                   "found_stopped": "Found servers: show or hide the stopped ones",
                   "found_owner": "Found servers: yours only, or every user's",
                   "debug_log": "Debug log (spectui's own)", "alerts": "Alerts",
+                  "app.notifications": "Notifications in full",
                   "record": "Record the session, or stop recording", "hosts": "Hosts (fleet overview)"}
 
 
@@ -238,8 +254,15 @@ def key_names(binding: Binding, keymap: dict[str, str] | None = None) -> list[st
 
 
 def active_keymap(app) -> dict[str, str]:
-    """The keymap the app runs with (Textual keeps what ``App.set_keymap`` was given in ``App._keymap``)."""
-    return dict(getattr(app, "_keymap", None) or {})
+    """The keymap the app runs with: what the settings file's ``keymap:`` gave ``App.set_keymap``."""
+    return dict(app.user_settings.keymap)
+
+
+def key_label(app, binding_id: str) -> str:
+    """The first key of the binding ``binding_id`` as a sentence names it (``ctrl+t``), keymap applied."""
+    binding = binding_ids()[binding_id]
+    settings = getattr(app, "user_settings", None)  # an app that is not the console has no keymap
+    return key_names(binding, dict(settings.keymap) if settings is not None else None)[0]
 
 
 def key_display(app, binding: Binding) -> str:
@@ -254,7 +277,8 @@ def palette_title(binding: Binding) -> str:
 
 # --- the keymap of the settings file ---------------------------------------------------------------------------------
 # The screens whose keys share one keymap id space, each checked for two bindings on one key.
-KEYMAP_GROUPS = (DASHBOARD, LOGS, BENCH, SOURCE, GPU_PROCESSES, DESCRIBE, DEBUG_LOG, ALERTS, FLEET, REPLAY, PICKER,
+KEYMAP_GROUPS = (DASHBOARD, LOGS, BENCH, SOURCE, GPU_PROCESSES, DESCRIBE, DEBUG_LOG, ALERTS, NOTIFICATIONS, FLEET, REPLAY,
+                 PICKER,
                  CLOSE, CONFIRM)
 _MODIFIERS = ("ctrl", "shift", "alt", "meta", "super", "hyper")
 # Named keys Textual reports: escape, enter, f1..f24, up, pageup, ... and printable characters by name
@@ -327,3 +351,26 @@ def _first_clash(keymap: dict[str, str]) -> tuple[str, str, Binding] | None:
                     return b.id, k, owner[k]
                 owner[k] = b
     return None
+
+
+# The keys that open a text box in place: the priority bindings of the screens with such a box. The screen acts on
+# them before the key goes to the focused widget, and the box takes the focus at once (focus_now), so the keys typed
+# after them in one burst go into the box. Each screen refuses them while a text box has the focus, where they are text.
+OPENS_A_BOX = frozenset(b.action for b in (*DASHBOARD, *LOGS, *SOURCE) if b.priority)
+
+
+def typed_into_a_box(screen, action: str) -> bool:
+    """Whether ``action`` opens a box while a text box has ``screen``'s focus: the key is then text for that box."""
+    from textual.widgets import Input
+
+    return action in OPENS_A_BOX and isinstance(screen.focused, Input)
+
+
+def focus_now(widget) -> None:
+    """Give ``widget`` the focus before the next key is handled.
+
+    Textual's ``Widget.focus`` moves the focus after the messages already queued. When the terminal hands the
+    console a burst (an operator typing fast, or pasting), ``F`` and the name after it arrive together: the name's
+    letters would then go to the widget that had the focus and act as its keys (``x`` stops, ``t`` aims the demo
+    traffic). The screen's ``set_focus`` moves it at once, so each key goes where the keys before it sent it."""
+    widget.screen.set_focus(widget)

@@ -28,12 +28,6 @@ class StopRequested(Message):
         self.name = name
 
 
-class LogFilterChanged(Message):
-    def __init__(self, text: str) -> None:
-        super().__init__()
-        self.text = text
-
-
 # --- what the host link tells the console (spectui.core.link_events), as messages to the App ------------------
 class LinkMessage(Message):
     """One event of the host link; ``event`` is the core's frozen record of it."""
@@ -67,6 +61,14 @@ class FrameReceived(LinkMessage):
     """A GPU or server telemetry frame arrived (the panels draw at their own rate)."""
 
 
+class ServersForgotten(LinkMessage):
+    """The link forgot found servers gone for its grace period."""
+
+
+class RttChanged(LinkMessage):
+    """The round trip to the host changed (the header shows it)."""
+
+
 _LINK_MESSAGES: dict[type, type[LinkMessage]] = {
     link_events.SessionOpened: SessionOpened,
     link_events.SessionClosed: SessionClosed,
@@ -74,9 +76,21 @@ _LINK_MESSAGES: dict[type, type[LinkMessage]] = {
     link_events.ServerChanged: ServerChanged,
     link_events.SwitchStage: SwitchStage,
     link_events.FrameReceived: FrameReceived,
+    link_events.ServersForgotten: ServersForgotten,
+    link_events.RttChanged: RttChanged,
 }
 
 
 def link_message(event: link_events.LinkEvent) -> LinkMessage:
     """The message that carries ``event`` to the App."""
     return _LINK_MESSAGES[type(event)](event)
+
+
+class ConsoleNews(Message):
+    """What a host's console told (:mod:`spectui.core.console.events`), other than the shown host's link events:
+    ``console`` is whose news it is."""
+
+    def __init__(self, console, event) -> None:
+        super().__init__()
+        self.console = console
+        self.event = event

@@ -13,10 +13,13 @@ import time
 from collections.abc import Sequence
 
 from spectui.agent.protocol import LIVE_STATES, ServerState
+from spectui.core.console.logs import FOUND_ORIGINS, unreadable
+from spectui.core.console.steptimes import StepTime
 from spectui.core.demo_ports import DemoPorts
 from spectui.core.live import HostLink, LinkState
 from spectui.core.profiles import Profile
-from spectui.core.server_frames import Measured, ServerFrame, ServerSeries
+from spectui.core.profiles.spec_text import profile_settings, settings_text
+from spectui.core.server_frames import Measured, ServerFrame, ServerSeries, timed_l_star
 from spectui.core.textsafe import one_line
 from spectui.ui import derive
 from spectui.ui.draw import clean
@@ -36,37 +39,34 @@ from spectui.ui.views import (
     Stage,
     SpecView,
     ThroughputView,
-    Value,
 )
 
 LIVE = LIVE_STATES
-FOUND_ORIGINS = ("external", "adopted")  # servers spectui found running (the agent's ``origin``)
 GPU_HISTORY = 60
 CHART_POINTS = 200
 LOG_TAIL = 300
+ACCEPT_FLOOR = 1.0  # an accept length is at least 1: the bonus token
 
 
-def value(m: Measured | None) -> Value:
+def value(m: Measured | None) -> Measured:
+    """The figure as a panel shows it: NaN is none, and only the marks a panel draws are kept."""
     if m is None:
-        return Value(None)
+        return Measured(None)
     v = m.value
     if v is not None and isinstance(v, float) and math.isnan(v):
         v = None
-    return Value(v, m.source, m.stale, m.cumulative, m.formula, m.window_s, m.age_s, m.held, m.measuring, m.of)
+    return Measured(v, m.source, m.stale, m.cumulative, m.formula, m.window_s, m.age_s, m.held, m.measuring, m.of,
+                    requests=m.requests)
 
 
-def settings_text(settings: dict) -> str:
-    parts = []
-    adaptive = settings.get("adaptive") or {}
-    if adaptive.get("steps") is not None:  # the step count adaptive speculation runs now
-        parts.append(f"steps {adaptive['steps']} (adaptive)")
-    elif settings.get("num_steps") is not None:
-        parts.append(f"steps {settings['num_steps']}")
-    if settings.get("topk") is not None:
-        parts.append(f"topk {settings['topk']}")
-    if settings.get("draft_tokens") is not None:
-        parts.append(f"draft tokens {settings['draft_tokens']}")
-    return " · ".join(parts)
+def cumulative_view(m: Measured | None) -> Measured:
+    """The cumulative accept length as the panel may show it: its value only over enough requests."""
+    m = value(m)
+    if m.value is None or m.requests is None:
+        return Measured(None)
+    if m.requests < derive.CUMULATIVE_MIN_REQUESTS:
+        return dataclasses.replace(m, value=None)
+    return m
 
 
 ADAPTIVE_SOURCES = {"metrics-gauge": "the sglang:spec_num_steps gauge, last log interval"}
@@ -77,7 +77,7 @@ def adaptive_text(settings: dict) -> str:
     adaptive = settings.get("adaptive") or {}
     if adaptive.get("steps") is None:
         return ""
-    source = ADAPTIVE_SOURCES.get(adaptive.get("source") or "", adaptive.get("source") or "?")
+    source = ADAPTIVE_SOURCES.get(adaptive.get("source") or "", adaptive.get("source") or "a source not named")
     launch = adaptive.get("launch_steps")
     return f"adaptive width from {source}" + (f"; launched with steps {launch}" if launch is not None else "")
 
@@ -144,10 +144,21 @@ def header_view(link: HostLink, *, traffic: bool | None, busy: str | None, inter
     age = link.reply_age_s()
     silent = int(age) if age is not None and age >= REPLY_LATE_S else None
     return HeaderView(host, link.target.kind, bool(facts.get("simulated", link.target.simulated)), model, count,
-                      sglang, "replaying" if link.target.kind == "replay" and link.connected else link.state.value, rtt,
+                      sglang, _link_state(link), rtt,
                       traffic, busy, interconnect, traffic_paused, traffic_streams,
                       silent, sglang_note, *_ports_notes(link.target.ports), telemetry_hz=telemetry_hz, paused=paused,
                       recording=recording, traffic_note=traffic_note)
+
+
+REPLAY_MARK = {"end": "■ end", "paused": "Ⅱ paused", "playing": "▶"}  # the banner's; the header says the same
+REPLAY_STATE = {"end": "end", "paused": "paused", "playing": "replaying"}  # the header's word (widgets/header.py)
+
+
+def _link_state(link: HostLink) -> str:
+    """The header's connection word; a replay's says where it is, as its banner does (one state)."""
+    if link.read_only and link.connected:  # a replay's (spectui.core.replay.ReplayLink)
+        return REPLAY_STATE[link.phase]
+    return link.state.value
 
 
 def _ports_notes(ports: DemoPorts | None) -> tuple[str | None, str | None]:
@@ -167,7 +178,7 @@ def replay_banner(replay, alert: str | None = None, activity: str | None = None,
     duration = replay.duration_s
     at = min(replay.position_s, duration)
     filled = int(round(bar * at / duration)) if duration > 0 else bar
-    mark = "■ end" if replay.at_end and at >= duration else ("Ⅱ paused" if replay.paused else "▶")
+    mark = REPLAY_MARK[replay.phase]
     text = f"{mark} {replay.speed:g}x {clock(at)} / {clock(duration)} {'━' * filled}{'─' * (bar - filled)}"
     if replay.state is LinkState.RECONNECTING:
         return BannerView(f"{text} · {replay.message}", "warning")
@@ -243,7 +254,7 @@ def profiles_view(link: HostLink | None, profiles: Sequence[Profile], highlight:
     for i, p in enumerate(profiles):
         rec = servers.get(p.name)
         state = rec.get("state", ServerState.STOPPED) if rec else ServerState.STOPPED
-        rows.append(ProfileRow(i + 1, p.name, p.algorithm, settings_text(p.speculative_settings()), state,
+        rows.append(ProfileRow(i + 1, p.name, p.algorithm, settings_text(profile_settings(p)), state,
                                _loading_percent(rec, state), one_line(p.description), one_line(p.model),
                                p.name in marked))
     rows += [found_row(rec) for rec in found]
@@ -260,7 +271,7 @@ def gpu_view(link: HostLink) -> GpuView:
                        stale=not link.connected)
     if not frame.available:
         return GpuView((), source=frame.source, message=frame.message or "no GPU telemetry on this host")
-    age = time.time() - frame.received_at  # received_at is the client's time.time()
+    age = link.now() - frame.received_at  # a replay's clock is the recording's
     stale = not link.connected or age > max(3.0, 3 * link.gpu_interval_s)
     hist = link.gpu_history.util
     rows = []
@@ -322,7 +333,7 @@ def server_view(link: HostLink, name: str | None, profile: Profile | None, *, sw
                           switch_target=target, switch_total_s=total, switch_done=done, algorithm=algo, stale=stale,
                           hint=None if stages else f"{name} has not run on this host yet")
     state = rec.get("state")
-    now = time.time()
+    now = link.now()  # a replay's: its uptimes are those at the play head
     uptime = None
     if state in LIVE and rec.get("started_at"):
         uptime = int(max(0, now - rec["started_at"]))
@@ -350,9 +361,8 @@ def _sentence(d: object) -> str | None:
 
 def unreadable_log(rec: dict | None) -> str | None:
     """For a found server whose output spectui cannot read: the host's sentence saying where it goes."""
-    log = (rec or {}).get("log_source")
-    if (rec or {}).get("origin") in FOUND_ORIGINS and isinstance(log, dict) and log.get("readable") is False:
-        return one_line(str(log.get("text") or "spectui cannot read its log"))
+    if unreadable(rec):
+        return one_line(str(rec["log_source"].get("text") or "spectui cannot read its log"))
     return None
 
 
@@ -374,67 +384,25 @@ def found_view(rec: dict) -> FoundServer | None:
 def _frame_stale(link: HostLink, frame: ServerFrame) -> bool:
     if not link.connected:
         return True
-    return time.time() - frame.received_at > max(5.0, 4 * link.server_interval_s)
+    return link.now() - frame.received_at > max(5.0, 4 * link.server_interval_s)
 
 
-def _scale_max(frame: ServerFrame | None, profile: Profile | None, record: dict | None = None) -> float | None:
-    spec = dict(frame.speculative) if frame is not None and frame.speculative else {}
-    fallback = profile.speculative_settings() if profile is not None else found_speculative(record)
-    for k, v in fallback.items():
-        if v is not None:
-            spec.setdefault(k, v)
-    algo = (spec.get("algorithm") or "").upper()
-    try:
-        if algo == "NGRAM" and spec.get("draft_tokens"):
-            return float(spec["draft_tokens"])
-        if spec.get("num_steps"):
-            return float(spec["num_steps"]) + 1.0
-        if spec.get("draft_tokens"):
-            return float(spec["draft_tokens"])
-    except (TypeError, ValueError):
-        return None
-    return None
-
-
-class BreakEvenCache:
-    """L* from the series of this session, recomputed only when a new frame arrived."""
-
-    def __init__(self) -> None:
-        self._key = None
-        self._steps: dict[str, tuple[str | None, tuple[float, int] | None]] = {}
-
-    def steps(self, link: HostLink, algorithms: dict[str, str | None]) -> dict[str, tuple[str | None, tuple[float, int] | None]]:
-        key = (id(link), tuple(sorted((n, id(s), s.latest.seq if s.latest else -1, len(s.accept_length),
-                                      algorithms.get(n)) for n, s in link.series.items())))
-        if key != self._key:
-            self._key = key
-            out = {}
-            for n, s in link.series.items():
-                algo = algorithms.get(n)
-                pairs = derive.concurrency_one(s.accept_length.values(), s.per_stream.values(), s.running_req.values())
-                out[n] = (algo, derive.speculative_step_ms(pairs) if algo else derive.baseline_step_ms(pairs))
-            self._steps = out
-        return self._steps
-
-    def for_server(self, link: HostLink, name: str, algorithms: dict[str, str | None]) -> BreakEven | None:
-        return self.explain(link, name, algorithms)[0]
-
-    def explain(self, link: HostLink, name: str, algorithms: dict[str, str | None]) -> tuple[BreakEven | None, str]:
-        """L* for ``name`` if both sides were measured, else why not (one short sentence)."""
-        steps = self.steps(link, algorithms)
-        mine = steps.get(name)
-        baselines = [n for n, st in steps.items() if not st[0]]
-        bases = [(n, st[1]) for n, st in steps.items() if not st[0] and st[1] is not None]
-        if mine is None or not mine[0]:
-            return None, ""
-        if not baselines:
-            return None, "L* (break-even): needs a baseline run here"
-        if not bases:
-            return None, "L* (break-even): waiting for baseline frames at 1 request"
-        if mine[1] is None:
-            return None, "L* (break-even): measuring this server at 1 request"
-        bases.sort(key=lambda b: -b[1][1])  # the baseline with the most samples
-        return derive.break_even(bases[0], (name, mine[1])), ""
+def l_star_of(steps: dict[str, tuple[str | None, StepTime | None]], name: str) -> tuple[BreakEven | None, str]:
+    """L* for ``name`` from its host's step times (:class:`~spectui.core.console.steptimes.StepTimes`) if both
+    sides were measured, else why not (one short sentence)."""
+    mine = steps.get(name)
+    baselines = [n for n, st in steps.items() if not st[0]]
+    bases = [(n, st[1]) for n, st in steps.items() if not st[0] and st[1] is not None]
+    if mine is None or not mine[0]:
+        return None, ""
+    if not baselines:
+        return None, "L* (break-even): needs a baseline run here"
+    if not bases:
+        return None, "L* (break-even): waiting for baseline frames at 1 request"
+    if mine[1] is None:
+        return None, "L* (break-even): measuring this server at 1 request"
+    bases.sort(key=lambda b: -b[1][1])  # the baseline with the most samples
+    return derive.l_star_view(bases[0], (name, mine[1])), ""
 
 
 def predicted_view(record: dict | None) -> PredictedLStar | None:
@@ -446,9 +414,9 @@ def predicted_view(record: dict | None) -> PredictedLStar | None:
         return None
     prov = record.get("provenance") or {}
     if prov.get("kind") == "sim-hardware-model":
-        how = f"simulator's hardware model ({prov.get('preset') or '?'})"
+        how = f"simulator's hardware model ({prov.get('preset') or 'preset not recorded'})"
     else:
-        how = f"measured, {prov.get('backend') or '?'} on {prov.get('device') or '?'}"
+        how = f"measured, {prov.get('backend') or 'backend not recorded'} on {prov.get('device') or 'device not recorded'}"
         if prov.get("world_size"):
             how += f", {prov['world_size']} ranks"
     note = None
@@ -457,7 +425,7 @@ def predicted_view(record: dict | None) -> PredictedLStar | None:
         note = ("needs the plain decode step time (run a plain profile at one request)" if extra is None else
                 f"+{extra:.2f} ms all-reduce per verify step; L* needs the plain decode step time")
     return PredictedLStar(row.get("predicted"), row.get("comm_only"), record.get("id"), how, row.get("reachable"),
-                          row.get("max_accept"), note)
+                          row.get("max_accept"), note, derive.why_line(row, record.get("prediction") or {}))
 
 
 def spec_view(link: HostLink, name: str | None, profile: Profile | None, breakeven: BreakEven | None,
@@ -469,7 +437,7 @@ def spec_view(link: HostLink, name: str | None, profile: Profile | None, breakev
     frame = series.latest if series is not None else None
     algo = profile_algorithm(rec, profile, frame)
     settings = settings_text(frame.speculative if frame is not None and frame.speculative else
-                             (profile.speculative_settings() if profile is not None else found_speculative(rec)))
+                             (profile_settings(profile) if profile is not None else found_speculative(rec)))
     if frame is None:
         state = (rec or {}).get("state", ServerState.STOPPED)
         msg = "no data: waiting for server telemetry" if state == "ready" else f"no data ({name} is {state})"
@@ -485,19 +453,21 @@ def spec_view(link: HostLink, name: str | None, profile: Profile | None, breakev
         return SpecView(name, None, "", message="no speculative decoding: accept length is 1 by definition",
                         breakeven=None, stale=stale)
     pts = clean(series.accept_length.values(CHART_POINTS))
-    hi = _scale_max(frame, profile, rec)
-    seen = [v for v in pts if v is not None]
-    if seen:
-        hi = max(hi or 0.0, max(seen))
+    fitted = derive.fitted_range(pts, floor=ACCEPT_FLOOR)  # the data seen, not the draft tokens' theoretical maximum
+    hi = fitted[1] if fitted is not None else None
     rates = tuple(value(r) for r in frame.accept_rates)
     if rates:  # the headline first (the server's formula); a rotates the others in
         k = rate_choice % len(rates)
         rates = rates[k:] + rates[:k]
-    return SpecView(name, algo, settings, value(frame.accept_length), value(frame.cumulative_accept_length),
+    live = timed_l_star(link.series, name)
+    return SpecView(name, algo, settings, value(frame.accept_length), cumulative_view(frame.cumulative_accept_length),
                     rates[:1], len(rates), pts, hi, breakeven, stale,
                     breakeven_note=breakeven_note or "L* (break-even): needs a baseline run here",
                     predicted=predicted, series_span_s=_span(link, len(pts)),
-                    adaptive=adaptive_text(frame.speculative or {}))
+                    adaptive=adaptive_text(frame.speculative or {}),
+                    step_line=derive.step_cost_line(live, frame.sampled_at, breakeven, predicted),
+                    l_star=derive.headline_l_star(live, breakeven, predicted),
+                    width_line=derive.width_line(frame, bool((frame.speculative or {}).get("adaptive"))))
 
 
 def _no_server(link: HostLink, name: str) -> str | None:
@@ -507,16 +477,12 @@ def _no_server(link: HostLink, name: str) -> str | None:
     if state in LIVE:
         return None
     ended = (rec or {}).get("ended_at")
-    return f"{name} {state or 'not running'}" + (f" at {_clock(ended)}" if ended else "")
+    return f"{name} {state or 'not running'}" + (f" at {derive.hms(ended)}" if ended else "")
 
 
 def _last_run(ended: str, frame: ServerFrame, figures: tuple[str, ...]) -> tuple[str, ...]:
     """When the server ended, then its last figures under a label that says they are the last run's."""
-    return (ended, f"last run at {_clock(frame.received_at)}:", *figures) if figures else (ended,)
-
-
-def _clock(t: float) -> str:
-    return time.strftime("%H:%M:%S", time.localtime(t))
+    return (ended, f"last run at {derive.hms(frame.received_at)}:", *figures) if figures else (ended,)
 
 
 def _span(link: HostLink, points: int) -> float | None:

@@ -19,6 +19,7 @@ class SettingsInConsole:
         self.settings = settings
         self.problems: list[str] = []
         self._saved_theme: str | None = None
+        self.keymap: dict[str, str] = {}  # binding id -> keys, as the settings file's keymap set them
         self._save_failed = False
 
     def apply(self) -> None:
@@ -37,10 +38,11 @@ class SettingsInConsole:
         usable, keymap_problems = keys.check_keymap(s.keymap)
         problems += [s.error_at(("keymap", bid), text) for bid, text in keymap_problems]
         if usable:
+            self.keymap = dict(usable)
             self.app.set_keymap(usable)
         self.problems = [str(p) for p in problems]
         if self.problems:
-            more = f" (and {len(self.problems) - 1} more)" if len(self.problems) > 1 else ""
+            more = f" (and {len(self.problems) - 1} more: n lists them)" if len(self.problems) > 1 else ""
             self.app.notify(f"Settings: {self.problems[0]}{more}; the other settings apply.",
                             severity="warning", timeout=10)
 

@@ -8,21 +8,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-
-@dataclass(frozen=True)
-class Value:
-    """A number with where it came from and its marks (see ``core.server_frames.Measured``)."""
-
-    value: float | None
-    source: str | None = None
-    stale: bool = False
-    cumulative: bool = False
-    formula: str | None = None
-    window_s: float | None = None
-    age_s: float | None = None
-    held: bool = False             # the last good value, shown because nothing newer exists
-    measuring: bool = False        # requests run, but no source can tell the figure yet
-    of: str | None = None          # a rate derived from an accept length: that length's source
+from spectui.core.server_frames import Measured
 
 
 @dataclass(frozen=True)
@@ -200,6 +186,7 @@ class PredictedLStar:
     reachable: bool | None = None
     max_accept: int | None = None
     note: str | None = None        # why there is no value (no decode step time)
+    why: str | None = None         # what a verify and a decode step cost and their all-reduce share (derive.why_line)
 
 
 @dataclass(frozen=True)
@@ -207,9 +194,9 @@ class SpecView:
     name: str | None
     algorithm: str | None = None
     settings: str = ""
-    accept: Value = field(default_factory=lambda: Value(None))
-    cumulative: Value = field(default_factory=lambda: Value(None))
-    rates: tuple[Value, ...] = ()  # the one shown first; a cycles through the others
+    accept: Measured = field(default_factory=lambda: Measured(None))
+    cumulative: Measured = field(default_factory=lambda: Measured(None))
+    rates: tuple[Measured, ...] = ()  # the one shown first; a cycles through the others
     rate_count: int = 0
     series: tuple[float | None, ...] = ()
     scale_max: float | None = None
@@ -221,12 +208,15 @@ class SpecView:
     series_span_s: float | None = None
     last_run: tuple[str, ...] = ()  # once no server runs: when it ended, its last figures labelled as the last run's
     adaptive: str = ""  # where the adaptive step count in ``settings`` comes from ("" when not reported)
+    step_line: str = ""  # the live L* from the step costs, or the L* source used without a server timer
+    l_star: tuple[float, str] | None = None  # the L* the accept length is judged against, and what it is (derive)
+    width_line: str = ""  # the draft width in force and when it last changed ("" when the server reports none)
 
 
 @dataclass(frozen=True)
 class ThroughputView:
     name: str | None
-    gen: Value = field(default_factory=lambda: Value(None))
+    gen: Measured = field(default_factory=lambda: Measured(None))
     series: tuple[float | None, ...] = ()   # per-stream tok/s, one point a frame
     running: int | None = None
     queued: int | None = None
@@ -235,7 +225,7 @@ class ThroughputView:
     itl: Latency | None = None
     stale: bool = False
     message: str | None = None
-    per_stream: Value = field(default_factory=lambda: Value(None))
+    per_stream: Measured = field(default_factory=lambda: Measured(None))
     series_span_s: float | None = None      # the time the chart spans (its x axis)
     last_run: tuple[str, ...] = ()          # once no server runs: when it ended, its last figures labelled as the last run's
     foreign: int | None = None              # of running + queued, requests spectui did not send (another client's)

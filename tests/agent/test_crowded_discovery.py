@@ -142,3 +142,93 @@ def test_found_servers_that_come_and_go_leave_nothing_behind(state_dir):
         assert len(_fds()) <= len(fds), sorted(_fds() - fds)
     finally:
         m.close()
+
+
+async def test_a_found_server_named_for_a_benchmark_is_looked_for_when_the_first_look_was_skipped(tmp_path):
+    """A fresh agent's first look for servers started outside spectui is skipped while another agent holds the
+    records (a start or stop elsewhere); a benchmark that names a found server `servers list` showed must still
+    find it once the records are free, rather than say there is no such server."""
+    import fcntl
+
+    state = tmp_path / "state"
+    (state / "servers").mkdir(parents=True)
+    host = CrowdedHost(silent=1, trickling=0)
+    with host:
+        name = "ext-%d" % host.ports[0]
+        held = open(state / "servers" / ".lock", "a")
+        fcntl.flock(held.fileno(), fcntl.LOCK_EX)  # as another agent's start would
+        threading.Timer(1.0, held.close).start()    # its start ends a second later
+        s = await open_session(HostTarget(kind="local", state_dir=str(state), gpu_source="none"))
+        try:
+            with pytest.raises(Exception) as refused:
+                await s.client.call("bench.start", {"server": name, "spec": {"prompts": ["hi"], "max_tokens": 4}},
+                                    timeout=60)
+        finally:
+            await s.close()
+    assert "no server named" not in str(refused.value), str(refused.value)
+    assert name in str(refused.value)  # refused as not ready (it never answers), by its name
+
+
+def test_a_first_listing_while_the_monitor_holds_the_records_a_moment_still_lists_found_servers(tmp_path):
+    """A fresh agent (one ``spectui servers list``) lists at once while its own monitor's round, or another
+    agent's, holds the records for a moment: the listing waits that moment out and shows the servers started
+    outside spectui, instead of leaving them out of this one listing."""
+    state = tmp_path / "state"
+    (state / "servers").mkdir(parents=True)
+    with CrowdedHost(silent=1, trickling=0) as host:
+        name = "ext-%d" % host.ports[0]
+        m = ServerManager(str(state), Channel(open(os.devnull, "wb")), lambda: _NoGpus())
+        try:
+            taken, release = threading.Event(), threading.Event()
+
+            def monitor_round():  # as the monitor's look at the records folder, a moment long
+                with m.store.lock():
+                    taken.set()
+                    release.wait(0.4)
+            t = threading.Thread(target=monitor_round)
+            t.start()
+            assert taken.wait(5)
+            names = [s["name"] for s in m.list()["servers"]]
+            release.set()
+            t.join(5)
+            assert name in names, names
+        finally:
+            m.close()
+
+
+class _Lagging(object):
+    """This agent's watch of a server another agent started: its own first health check has not answered yet."""
+
+    def __init__(self, record):
+        self.record = record
+
+    def stale(self):
+        return "no answer yet from /health (asked 0.2 s ago)"
+
+    def poll(self):
+        return False
+
+    def close(self):
+        pass
+
+
+def test_a_listing_shows_ready_what_another_agent_saw_ready_while_this_agents_check_lags(tmp_path):
+    """Another console's switch saved the server ready (its own health check said so); this agent's watch of the
+    same process is still waiting on its first answer on a loaded host. The listing says ready, as the record
+    does, and why that is not yet this agent's own reading, instead of contradicting the switch that just ended."""
+    state = tmp_path / "state"
+    (state / "servers").mkdir(parents=True)
+    m = ServerManager(str(state), Channel(open(os.devnull, "wb")), lambda: _NoGpus())
+    try:
+        record = {"name": "ngram", "origin": "spectui", "state": "ready", "pid": os.getpid(), "pgid": os.getpgid(0),
+                  "start_ticks": 1, "port": 1, "gpus": [], "ready_at": time.time(), "started_at": time.time() - 2}
+        m.store.write(record)
+        m._adopted = True
+        m.external.discovered_at = time.monotonic()
+        m.watches["ngram"] = _Lagging(dict(record, state="loading", ready_at=None))
+        listed = {s["name"]: s for s in m.list()["servers"]}
+        assert listed["ngram"]["state"] == "ready", listed["ngram"]
+        assert "not yet confirmed" in (listed["ngram"].get("stale") or ""), listed["ngram"]
+    finally:
+        m.watches.pop("ngram", None)
+        m.close()

@@ -140,7 +140,7 @@ def test_metrics_window_class(snaps):
     assert short.update(snaps[2]).accept_length == pytest.approx(1.8)
     text = (FIXTURES / "sglang_0523_metrics_t0.prom").read_text()
     fresh = MetricsWindow()
-    assert fresh.update_text(text, taken_at=1.0) is None
+    assert fresh.update(parse_metrics(text, taken_at=1.0)) is None
 
 
 def test_counter_increase():

@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from spectui.agent import main as agent_main, protocol
-from spectui.agent.protocol import FINAL_STATES, LIVE_STATES, SERVER_STATES, Method, ServerState
+from spectui.agent.protocol import FINAL_STATES, LIVE_STATES, SERVER_STATES, Event, Method, ServerState
 from spectui.core.servers import RecordError, ServerRecord
 
 PACKAGE = Path(agent_main.__file__).resolve().parents[1]
@@ -81,6 +81,86 @@ def test_no_server_state_is_spelled_outside_the_protocol():
     assert not sites, "server states spelled as literals (name them from spectui.agent.protocol):\n" + "\n".join(sites)
 
 
+METHODS = frozenset(v for k, v in vars(Method).items() if k.isupper())
+EVENTS = frozenset(v for k, v in vars(Event).items() if k.isupper())
+# modules that still spell agent method names out: each leaves this set once it names them by Method
+# (the console, spectui/ui, is scanned once it does: see UI_NAMES_METHODS)
+METHOD_NAMES_NOT_YET: frozenset = frozenset()
+UI_NAMES_METHODS = True
+# modules that still spell a benchmark run's final states out: each leaves once it names protocol.BENCH_FINAL_STATES
+BENCH_FINAL_NOT_YET = frozenset({"spectui/ui/controllers/bench.py"})
+
+
+def _wire_name_literals(node: ast.AST) -> list[ast.Constant]:
+    """Agent method names spelled as literals where a request is made (any call's arguments, a
+    ``method=`` keyword), and event names given to a ``..._EVENT`` constant."""
+    if isinstance(node, ast.Call):
+        args = [*node.args, *(k.value for k in node.keywords if k.arg in ("method", "name"))]
+        return [a for a in args if isinstance(a, ast.Constant) and a.value in METHODS]
+    if isinstance(node, ast.Assign) and isinstance(node.value, ast.Constant) and node.value.value in EVENTS \
+            and any(isinstance(t, ast.Name) and t.id.endswith("_EVENT") for t in node.targets):
+        return [node.value]
+    return []
+
+
+def method_literal_sites(root: Path) -> list[str]:
+    sites = set()
+    for path in sorted(root.rglob("*.py")):
+        where = str(path.relative_to(root.parent))
+        parts = path.relative_to(root).parts
+        if path.resolve() == PROTOCOL or "sim" in parts or where in METHOD_NAMES_NOT_YET \
+                or (parts[0] == "ui" and not UI_NAMES_METHODS):
+            continue  # the vocabulary itself; the simulator shares no code with the client
+        for node in ast.walk(ast.parse(path.read_text(), str(path))):
+            for c in _wire_name_literals(node):
+                sites.add((where, c.lineno, c.col_offset, c.value))
+    return [f"{p}:{line}: {word!r}" for p, line, _, word in sorted(sites)]
+
+
+def test_the_scan_finds_a_spelled_out_method():
+    code = ('await session.client.call("bench.start", params, timeout=180)\n'
+            'reply = self._call("source.tree", {"path": p})\n'
+            'client.request(method="servers.list")\n'
+            'GREP_EVENT = "source.grep"\n'
+            'WORKER_MODULES = ("source", "source.grep")\n'  # a module path, not a request
+            'Binding("t", "focus_tree", "Tree", id="source.tree")\n')  # a key binding's id
+    found = sorted(c.value for node in ast.walk(ast.parse(code)) for c in _wire_name_literals(node))
+    assert found == ["bench.start", "servers.list", "source.grep", "source.tree"]
+
+
+def test_no_agent_method_is_spelled_outside_the_protocol():
+    sites = method_literal_sites(PACKAGE)
+    assert not sites, "agent method or event names spelled as literals (name them by Method / Event from " \
+        "spectui.agent.protocol):\n" + "\n".join(sites)
+
+
+def test_the_modules_not_yet_named_by_method_still_exist():
+    assert all((PACKAGE.parent / p).is_file() for p in METHOD_NAMES_NOT_YET | BENCH_FINAL_NOT_YET)
+
+
+def bench_final_sites(root: Path) -> list[str]:
+    """Tuples, lists or sets spelling out the final states of a benchmark run."""
+    final = set(protocol.BENCH_FINAL_STATES)
+    sites = []
+    for path in sorted(root.rglob("*.py")):
+        parts = path.relative_to(root).parts
+        where = str(path.relative_to(root.parent))
+        if path.resolve() == PROTOCOL or "sim" in parts or where in BENCH_FINAL_NOT_YET \
+                or (parts[0] == "ui" and not UI_NAMES_METHODS):
+            continue
+        for node in ast.walk(ast.parse(path.read_text(), str(path))):
+            if isinstance(node, (ast.Tuple, ast.List, ast.Set)) and len(node.elts) == len(final) and \
+                    {e.value for e in node.elts if isinstance(e, ast.Constant)} == final:
+                sites.append(f"{where}:{node.lineno}")
+    return sites
+
+
+def test_the_final_states_of_a_benchmark_run_are_spelled_once():
+    sites = bench_final_sites(PACKAGE)
+    assert not sites, "a benchmark run's final states spelled out (use protocol.BENCH_FINAL_STATES):\n" + \
+        "\n".join(sites)
+
+
 def test_the_state_sets_split_the_states():
     assert set(LIVE_STATES) | set(FINAL_STATES) == STATES and not set(LIVE_STATES) & set(FINAL_STATES)
     assert ServerState.READY in LIVE_STATES and ServerState.CRASHED in FINAL_STATES
@@ -103,7 +183,7 @@ def test_every_registered_method_is_in_the_vocabulary(tmp_path):
     agent = agent_main.Agent(agent_main.parse_args(["--state", str(tmp_path)]), protocol.Channel(io.BytesIO()))
     try:
         names = {v for k, v in vars(Method).items() if k.isupper()}
-        assert set(agent.methods) == names
+        assert set(agent.load_all_methods()) == names
     finally:
         agent.close()
 
@@ -118,6 +198,23 @@ def test_a_record_from_the_wire():
     assert ServerRecord.from_wire({**GOOD, "origin": None}).origin == "spectui"  # an older agent's record
     with pytest.raises(TypeError):
         rec.wire["state"] = "stopped"  # read-only
+
+
+def test_a_record_reads_as_the_read_only_mapping_it_came_from():
+    """Readers written against the wire dict keep working on the checked record."""
+    wire = {**GOOD, "reason": None, "extra": [1]}
+    rec = ServerRecord.from_wire(wire)
+    assert rec["state"] == "ready" and rec.get("extra") == [1] and rec.get("missing", 7) == 7
+    assert "pid" in rec and "missing" not in rec and list(rec) == list(wire) and len(rec) == len(wire)
+    assert dict(rec) == wire and rec == wire and rec == ServerRecord.from_wire(dict(wire))
+    assert {**rec, "state": "stopped"}["state"] == "stopped" and rec.state == "ready"
+    with pytest.raises(KeyError):
+        rec["missing"]
+    with pytest.raises(TypeError):
+        rec["state"] = "stopped"  # type: ignore[index]
+    wire["state"] = "failed"  # the record keeps its own copy
+    assert rec["state"] == "ready"
+    assert ServerRecord.from_wire(rec) == rec  # a checked record passes the check again
 
 
 @pytest.mark.parametrize("record,says", [

@@ -83,6 +83,13 @@ async def test_tok_s_and_accept_length_agree_with_the_simulator_counters(env, de
     assert "flush_cache" in s["accept_length"]["server_cumulative_since"]
     assert result.summary["flush"]["flushed"] is True
     assert result.speculative["algorithm"] == "EAGLE3" and result.speculative["draft_tokens"] == 4
+    # acceptance per draft position from the same requests: one position per proposed draft, and the
+    # correct drafts it implies are the ones the server counted (accept length - 1 = correct / verify steps)
+    pos = s["acceptance_by_position"]
+    assert pos["width"] == result.speculative["draft_tokens"] - 1 and pos["verify_steps"] == verify
+    assert pos["positions"] == sorted(pos["positions"], reverse=True)
+    correct = sum(r["spec"]["correct_drafts"] for r in result.records)
+    assert pos["accept_length"] == pytest.approx(1 + correct / verify, rel=1e-9)
 
 
 def overlap(records):

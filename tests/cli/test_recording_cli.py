@@ -57,14 +57,16 @@ def test_prometheus_export_parses_with_the_client_library(tmp_path, capsys):
     assert fams["spectui_gpu_memory_used_bytes"].unit == "bytes"
     assert fams["spectui_gpu_memory_used_bytes"].samples[0].value == 70000.0 * 1024 * 1024
     assert fams["spectui_break_even_accept_length"].samples[0].value == 1.62
-    assert fams["spectui_alert"].samples[0].labels == {"rule": "below_break_even", "subject": "kimi-eagle3"}
+    assert fams["spectui_alert"].samples[0].labels == {"host": "root@gpu-box", "rule": "below_break_even",
+                                                       "subject": "kimi-eagle3"}
+    assert {s.labels["host"] for f in fams.values() for s in f.samples} == {"root@gpu-box"}
 
 
 def test_csv_and_json_and_a_time_range(tmp_path, capsys):
     record(tmp_path / "s.gz")
     assert main(["recording", "export", str(tmp_path / "s.gz"), "--format", "csv", "-o", str(tmp_path / "csv"),
                  "--from", "5", "--to", "9"]) == 0
-    path = tmp_path / "csv" / "spectui_gen_throughput_tok_s-server=kimi-eagle3-source=realtime-counter.csv"
+    path = tmp_path / "csv" / "spectui_gen_throughput_tok_s-host=root_gpu-box-server=kimi-eagle3-source=realtime-counter.csv"
     rows = list(csv.DictReader(path.open()))
     assert [float(r["spectui_gen_throughput_tok_s"]) for r in rows] == [62.0, 63.0, 64.0, 65.0, 66.0]
     assert main(["recording", "export", str(tmp_path / "s.gz"), "--format", "json", "-o", str(tmp_path / "s.json")]) == 0

@@ -123,6 +123,7 @@ def test_stop_refuses_without_a_terminal_or_yes_and_signals_nothing(capsys, demo
     assert handmade.alive()
 
 
+@pytest.mark.rank_processes  # it counts the server's processes, one per TP rank
 def test_stop_declined_on_a_terminal_signals_nothing(capsys, demo_args, handmade, monkeypatch):
     monkeypatch.setattr(sys, "stdin", Terminal("n\n"))
     code, out, err = run(capsys, "servers", "stop", handmade.name, *demo_args)

@@ -13,7 +13,7 @@ from spectui.core.profiles.multinode import (
     DEFAULT_DIST_INIT_PORT,
     dist_init_addr,
     node_argv,
-    node_launches,
+    node_profile,
     ranks_per_node,
 )
 
@@ -63,11 +63,11 @@ def test_nodes_as_names_or_maps(tmp_path):
 def test_each_node_runs_the_profile_argv_plus_its_place(tmp_path):
     p = load(tmp_path, TWO_NODES.replace("args:", "dist-init-port: 25000\n    args:")).get("p")
     base = build_argv(p, simulated=False)
-    launches = node_launches(p)
-    assert [launch.rank for launch in launches] == [0, 1]
-    for rank, launch in enumerate(launches):
-        assert launch.argv == base + ["--nnodes", "2", "--node-rank", str(rank), "--dist-init-addr", "gpu-a:25000"]
-        assert launch.node == p.nodes[rank]
+    for rank in range(len(p.nodes)):
+        # what a node's host starts: the single-host profile node_profile makes for its rank
+        started = build_argv(node_profile(p, rank), simulated=False)
+        assert started == base + ["--nnodes", "2", "--node-rank", str(rank), "--dist-init-addr", "gpu-a:25000"]
+        assert started == node_argv(p, rank)
     with pytest.raises(ValueError, match="not a rank 2"):
         node_argv(p, 2)
 

@@ -63,7 +63,8 @@ def _spectui(bin_dir: Path, env: dict, *args: str) -> subprocess.CompletedProces
 
 def _check_install(bin_dir: Path, site: Path, env: dict) -> None:
     version = _spectui(bin_dir, env, "--version")
-    assert version.stdout.split() == ["spectui", TAG], version.stderr
+    assert version.stdout.splitlines()[0].split() == ["spectui", TAG], version.stderr
+    assert "shipped data:" in version.stdout and "profiles" in version.stdout, version.stdout
     listed = _spectui(bin_dir, env, "profiles", "list", "--json")
     assert listed.returncode == 0, listed.stderr
     rows = json.loads(listed.stdout)["profiles"]

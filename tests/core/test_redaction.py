@@ -8,6 +8,7 @@ import sqlite3
 from pathlib import Path
 from types import SimpleNamespace
 
+from spectui.core.servers import ServerRecord
 from spectui.cli.main import main
 from spectui.core.bench.runs import result_from
 from spectui.core.history import HistoryStore
@@ -104,6 +105,15 @@ def test_server_records_in_agent_replies_are_masked_wherever_they_nest():
              "stopped": [{"name": "h", "argv": [f"--api-key={SECRET}"]}]}
     assert SECRET not in json.dumps(redact_server_records(reply))
     assert SECRET in json.dumps(reply)  # the reply itself is left as it was
+
+
+def test_a_checked_server_record_is_masked_as_its_wire_record_is():
+    """The console keeps checked records (ServerRecord, a read-only mapping); printing one masks it too."""
+    record = ServerRecord.from_wire({"name": "g", "state": "ready", "argv": ["p", "--api-key", SECRET],
+                                     "profile": {"args": {"api-key": SECRET}, "env": {"HF_TOKEN": SECRET}}})
+    masked = redact_server_records([record])
+    assert SECRET not in json.dumps(masked)
+    assert masked[0]["name"] == "g" and masked[0]["argv"][:2] == ["p", "--api-key"]
 
 
 def run_cli(capsys, *argv):

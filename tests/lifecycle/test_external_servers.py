@@ -104,10 +104,11 @@ async def until(coro_fn, timeout=30.0, step=0.2):
         await asyncio.sleep(step)
 
 
-async def listed(s, name, state="ready", timeout=30.0):
+async def listed(s, name, state="ready", timeout=30.0, where=None):
+    """The server ``name`` once a listing shows it in ``state`` (and ``where(v)`` holds, when given)."""
     async def find():
         for v in (await s.client.call("servers.list"))["servers"]:
-            if v["name"] == name and (state is None or v["state"] == state):
+            if v["name"] == name and (state is None or v["state"] == state) and (where is None or where(v)):
                 return v
         return None
     v = await until(find, timeout)
@@ -139,6 +140,7 @@ def tmux_socket():
     subprocess.run(["tmux", "-L", name, "kill-server"], stderr=subprocess.DEVNULL)
 
 
+@pytest.mark.rank_processes  # it counts the server's processes, one per TP rank
 async def test_a_server_in_a_tmux_pane(state_dir, tmp_path, tmux_socket, profiles_dir):
     port = free_port()
     argv = server_argv(port, state_dir, extra=SPEC_FLAGS)
@@ -155,7 +157,9 @@ async def test_a_server_in_a_tmux_pane(state_dir, tmp_path, tmux_socket, profile
     s.client.add_listener(lambda ev: events.append(ev))
     try:
         await s.client.call("server.telemetry.subscribe", {"interval_s": 0.5})
-        v = await listed(s, "ext-%d" % port)
+        # the GPUs its ranks hold, once they hold them: read at each look for servers (every few seconds), which
+        # may come a moment after the server answers ready
+        v = await listed(s, "ext-%d" % port, where=lambda v: len(v["gpus"]) >= 2)
         # a server spectui did not start is read (/metrics, /server_info) only while the console watches it
         await s.client.call("server.telemetry.watch", {"servers": [v["name"]]})
         assert v["origin"] == "external" and v["pid"] == leader and v["port"] == port

@@ -91,6 +91,7 @@ async def test_hang_becomes_unresponsive(profiles_dir, demo):
     assert stopped["state"] == "stopped"
 
 
+@pytest.mark.rank_processes  # it counts the server's processes, one per TP rank
 async def test_stop_frees_ranks_and_memory_killing_only_the_leader_would_not(profiles_dir, demo):
     write_profile(profiles_dir, "alpha", gpus=(2, 3))
     ctl = ServerControl(demo)

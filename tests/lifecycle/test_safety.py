@@ -388,3 +388,51 @@ def test_a_switch_that_loses_names_the_winner_before_the_winner_is_recorded(stat
                 os.killpg(json.loads(f.read_text())["pgid"], signal.SIGKILL)
             except (ProcessLookupError, KeyError, TypeError, ValueError):
                 pass
+
+
+_READY_SERVER = r"""
+import http.server, sys
+class Health(http.server.BaseHTTPRequestHandler):
+    def do_GET(self):
+        self.send_response(200)
+        self.send_header("Content-Length", "0")
+        self.end_headers()
+    def log_message(self, *args):
+        pass
+server = http.server.ThreadingHTTPServer(("127.0.0.1", int(sys.argv[1])), Health)
+print("The server is fired up and ready to roll!", flush=True)
+server.serve_forever()
+"""
+
+
+def test_a_switch_answers_ready_only_once_its_record_on_disk_says_ready(state_dir):
+    """``spectui servers switch`` quits as soon as the answer says ready, and its agent with it; a console that
+    lists the host next reads the record file. The monitor saves a state at its tick after the one that saw it, so
+    the answer must not go out before the file says so (a CI run listed a switched-to server as loading)."""
+    import threading
+
+    from spectui.agent.servers.manager import ServerManager
+
+    mgr = ServerManager(str(state_dir), _Channel(), lambda: _NoGpus())
+    saves = mgr._persist
+
+    def monitor_late(w):  # the monitor's save comes after the answer has gone out, as when its agent ends
+        if threading.current_thread().name != "server-monitor":
+            saves(w)
+
+    mgr._persist = monitor_late
+    port = free_port()
+    reply = None
+    try:
+        reply = mgr.switch({"name": "alpha", "argv": [sys.executable, "-c", _READY_SERVER, str(port)],
+                            "host": "127.0.0.1", "port": port, "gpus": [], "timeout_s": 60})
+        assert reply["server"]["state"] == "ready", reply
+        on_disk = json.loads((state_dir / "servers" / "alpha.json").read_text())
+        assert on_disk["state"] == "ready", on_disk["state"]
+    finally:
+        mgr.close()
+        try:
+            os.killpg((reply or {}).get("server", {}).get("pgid") or json.loads(
+                (state_dir / "servers" / "alpha.json").read_text())["pgid"], signal.SIGKILL)
+        except (ProcessLookupError, OSError, KeyError, ValueError):
+            pass

@@ -67,7 +67,8 @@ async def test_p_on_two_demo_hosts_probes_on_rank_0_with_the_node_count(console_
         assert notified(app, "all-reduce is between nodes") and notified(app, f"saved as probe {rec['id']}")
         # read back from the history under rank 0's host, as when the dashboard comes to this host again
         app.probe.probes.clear()
-        app.probe._load_probes(app.link.session)
+        app.probe._load_probes(app.link.session)  # read on a thread of its own
+        await wait_for(pilot, lambda: TWONODE in app.probe.probes, 10, "the probe read back")
         assert app.probe.probes[TWONODE]["id"] == rec["id"]
         app.quit_console()
         await wait_for(pilot, lambda: app.exit_note is not None, 60, "quitting")

@@ -5,13 +5,13 @@ import pytest
 from spectui.core.probe import (
     StepCosts,
     allreduces_per_forward,
-    break_even,
     comm_ms,
     decode_comm_ms,
     latency_ms,
     predict,
     predict_for_settings,
 )
+from spectui.core.breakeven import predicted_break_even
 from spectui.core.probe.predict import PredictionError
 
 
@@ -144,7 +144,7 @@ def test_errors():
     with pytest.raises(PredictionError):
         predict({"model": {"layers": 1}, "allreduce": {"sizes": []}})
     with pytest.raises(PredictionError):
-        break_even(0.0, 1.0)
+        predicted_break_even(0.0, 1.0)
 
 
 def test_a_decode_step_shorter_than_its_measured_allreduce_is_pointed_out():

@@ -1,6 +1,7 @@
 """A real SGLang 0.5.23 server started by hand (``nohup ... &``, a session of its own) is found by spectui, watched
 to ready from its own /health, benchmarked by name, adopted, and imported back into a profile that the host's own
-SGLang parser accepts and whose command line is the running one's."""
+SGLang parser accepts and whose command line is the running one's. The server is the tier's ``hand_started``:
+tests/real_server/test_sim_vs_real.py drives it next, and stops it."""
 from __future__ import annotations
 
 import json
@@ -11,7 +12,6 @@ import pytest
 from spectui.core.profiles.argv import build_argv
 from spectui.core.profiles.loader import load_profile
 from tests.support import real_sglang as rs
-from tests.support.sshd import free_port
 
 pytestmark = pytest.mark.xdist_group("real_server")
 
@@ -38,65 +38,61 @@ def flag_units(argv: list[str]) -> list[tuple[str, ...]]:
     return sorted(units)
 
 
-def test_a_server_started_by_hand_is_found_watched_benchmarked_adopted_and_imported(tier, tmp_path):
-    port = free_port()
+def test_a_server_started_by_hand_is_found_watched_benchmarked_adopted_and_imported(tier, hand_started, tmp_path):
+    server = hand_started.server
+    port = server.port
     name = "ext-%d" % port
-    server = rs.RealServer(tier.model, port, tmp_path / "server.log")
-    try:
-        # found with its command line while it loads; never ready while its own /health is not 200
-        deadline = time.monotonic() + rs.READY_TIMEOUT_S
-        found = None
-        while found is None and time.monotonic() < deadline:
-            before = _health(port)
-            found = listed(tier, name)
-            after = _health(port)
-            if found is not None and before != 200 and after != 200:
-                assert found["state"] != "ready", found
-        assert found is not None, "spectui never listed the server started by hand: " + rs.tail(server.log)
-        assert found["origin"] == "external" and found["port"] == port and found["pid"] == server.proc.pid
-        assert found["argv"] == server.argv
+    # found with its command line while it loads; never ready while its own /health is not 200
+    deadline = time.monotonic() + rs.READY_TIMEOUT_S
+    found = None
+    while found is None and time.monotonic() < deadline:
+        before = _health(port)
+        found = listed(tier, name)
+        after = _health(port)
+        if found is not None and before != 200 and after != 200:
+            assert found["state"] != "ready", found
+    assert found is not None, "spectui never listed the server started by hand: " + rs.tail(server.log)
+    assert found["origin"] == "external" and found["port"] == port and found["pid"] == server.proc.pid
+    assert found["argv"] == server.argv
 
-        server.wait_ready()
-        deadline = time.monotonic() + 60
-        while found["state"] != "ready" and time.monotonic() < deadline:
-            found = listed(tier, name)
-        assert found["state"] == "ready", found
+    server.wait_ready()
+    deadline = time.monotonic() + 60
+    while found["state"] != "ready" and time.monotonic() < deadline:
+        found = listed(tier, name)
+    assert found["state"] == "ready", found
 
-        # benchmarked by its name: every request of the run answered, and the run knows it was alone
-        preset = tmp_path / "tiny-real.yaml"
-        preset.write_text(json.dumps(TINY_PRESET) + "\n")
-        runs = tier.cli_json("bench", "--server", name, "--preset", str(preset))["runs"]
-        assert len(runs) == 1
-        run = runs[0]
-        assert run["state"] == "done" and run["server"] == name, run.get("reason")
-        stats = run["stats"]
-        assert stats["completed"] == TINY_PRESET["num-prompts"] and stats["errors"] == 0
-        assert stats["output_tokens"] > 0 and stats["output_tok_s"] > 0
-        assert run["sglang_version"] == rs.REAL_VERSION
-        foreign = run["summary"]["foreign_load"]
-        assert foreign["known"], foreign["why"]
-        assert foreign["foreign_requests"] == 0 and foreign["server_requests"] == TINY_PRESET["num-prompts"]
+    # benchmarked by its name: every request of the run answered, and the run knows it was alone
+    preset = tmp_path / "tiny-real.yaml"
+    preset.write_text(json.dumps(TINY_PRESET) + "\n")
+    runs = tier.cli_json("bench", "--server", name, "--preset", str(preset))["runs"]
+    assert len(runs) == 1
+    run = runs[0]
+    assert run["state"] == "done" and run["server"] == name, run.get("reason")
+    stats = run["stats"]
+    assert stats["completed"] == TINY_PRESET["num-prompts"] and stats["errors"] == 0
+    assert stats["output_tokens"] > 0 and stats["output_tok_s"] > 0
+    assert run["sglang_version"] == rs.REAL_VERSION
+    foreign = run["summary"]["foreign_load"]
+    assert foreign["known"], foreign["why"]
+    assert foreign["foreign_requests"] == 0 and foreign["server_requests"] == TINY_PRESET["num-prompts"]
 
-        # adopted: spectui's own from now on, the same process
-        adopted = tier.cli_json("servers", "adopt", name, "--yes")
-        assert adopted["origin"] == "adopted" and adopted["pid"] == server.proc.pid
-        assert listed(tier, name)["origin"] == "adopted"
+    # adopted: spectui's own from now on, the same process
+    adopted = tier.cli_json("servers", "adopt", name, "--yes")
+    assert adopted["origin"] == "adopted" and adopted["pid"] == server.proc.pid
+    assert listed(tier, name)["origin"] == "adopted"
 
-        # imported back into a profile: the host's SGLang accepts it, and it launches what runs
-        out = tmp_path / "imported.yaml"
-        r = tier.cli("profiles", "import", "--from-running", name, "--name", "real-imported", "-o", str(out))
-        assert r.returncode == 0 and out.is_file(), r.stdout + r.stderr
-        r = tier.cli("profiles", "check", str(out), "--python", tier.python, host=False)
-        assert r.returncode == 0, r.stdout + r.stderr
-        assert "host's own SGLang parser" in r.stdout + r.stderr and "1 profile OK" in r.stdout + r.stderr
-        profile = load_profile(out)
-        assert profile.name == "real-imported"
-        argv = build_argv(profile, simulated=False)
-        assert argv[0] == server.argv[0] and argv[1:3] == server.argv[1:3]
-        assert flag_units(argv) == flag_units(server.argv)
-    finally:
-        server.stop()
-    assert not rs.group_alive(server.proc.pid)
+    # imported back into a profile: the host's SGLang accepts it, and it launches what runs
+    out = tmp_path / "imported.yaml"
+    r = tier.cli("profiles", "import", "--from-running", name, "--name", "real-imported", "-o", str(out))
+    assert r.returncode == 0 and out.is_file(), r.stdout + r.stderr
+    r = tier.cli("profiles", "check", str(out), "--python", tier.python, host=False)
+    assert r.returncode == 0, r.stdout + r.stderr
+    assert "host's own SGLang parser" in r.stdout + r.stderr and "1 profile OK" in r.stdout + r.stderr
+    profile = load_profile(out)
+    assert profile.name == "real-imported"
+    argv = build_argv(profile, simulated=False)
+    assert argv[0] == server.argv[0] and argv[1:3] == server.argv[1:3]
+    assert flag_units(argv) == flag_units(server.argv)
 
 
 def _health(port: int) -> int | None:

@@ -1,8 +1,9 @@
 """The simulator against the real SGLang 0.5.23 server on this CPU, same release, same flags: what a
 client sees of each, compared.
 
-One real server (``tests.support.real_sglang.RealServer``, the tiny local model) and one simulated
-server are started one after the other, each driven the same way: a plain and a streaming
+One real server (``tests.support.real_sglang.RealServer``, the tiny local model, started by hand: the tier's
+``hand_started``, which tests/real_server/test_found_server.py finds and benchmarks first) and one simulated
+server, one after the other, each driven the same way: a plain and a streaming
 ``/generate``, then ``/metrics`` and ``/server_info``, every endpoint below, and a graceful stop
 (SIGTERM to the leader) while a long request runs. Compared:
 
@@ -42,7 +43,6 @@ from prometheus_client.parser import text_string_to_metric_families
 
 from tests.sim.simproc import SimProcess
 from tests.support import real_sglang as rs
-from tests.support.sshd import free_port
 
 pytestmark = pytest.mark.xdist_group("real_server")
 
@@ -51,20 +51,6 @@ GETS = ("/health", "/health_generate", "/ready", "/model_info", "/get_model_info
 POSTS = ("/flush_cache", "/health")
 LONG_TOKENS = 600
 ACCESS = re.compile(r'INFO:     [\d.]+:\d+ - "(GET|POST) (\S+) HTTP/1\.1" (\d{3}) (.+)$')
-
-
-def _status(port, path, method="GET", timeout=30.0):
-    """The status code, or None when nothing answers."""
-    req = urllib.request.Request("http://127.0.0.1:%d%s" % (port, path), method=method,
-                                 data=b"" if method == "POST" else None)
-    try:
-        with urllib.request.urlopen(req, timeout=timeout) as r:
-            r.read()
-            return r.status
-    except urllib.error.HTTPError as exc:
-        return exc.code
-    except OSError:
-        return None
 
 
 def _generate(port, tokens, stream=False):
@@ -80,25 +66,30 @@ def _generate(port, tokens, stream=False):
     return r.status, json.loads(raw)
 
 
-def _observe(port, proc, log: Path) -> dict:
-    """Drive one server (already starting) as the module docstring says; what it showed."""
-    seen = {"loading": []}
+def _loading(port, proc, log: Path) -> list:
+    """What ``/health`` answers while the server (already starting) loads, every 0.2 s until the first 200."""
+    loading = []
     deadline = time.monotonic() + rs.READY_TIMEOUT_S
     while time.monotonic() < deadline:
         assert proc.poll() is None, "the server exited while loading: " + rs.tail(log)
-        code = _status(port, "/health", timeout=5)
+        code = rs.status(port, "/health", timeout=5)
         if code == 200:
-            break
-        seen["loading"].append(code)
+            return loading
+        loading.append(code)
         time.sleep(0.2)
-    else:
-        raise AssertionError("not ready in time: " + rs.tail(log))
+    raise AssertionError("not ready in time: " + rs.tail(log))
+
+
+def _observe(port, proc, log: Path, loading: list) -> dict:
+    """Drive one server (ready, ``loading`` what its /health answered while it loaded) as the module docstring
+    says; what it showed."""
+    seen = {"loading": loading}
     seen["generate"] = _generate(port, 16)
     seen["stream"] = _generate(port, 8, stream=True)
     seen["metrics"] = rs.get(port, "/metrics")[1].decode()
     seen["server_info"] = json.loads(rs.get(port, "/server_info")[1])
-    seen["codes"] = {("GET", p): _status(port, p) for p in GETS}
-    seen["codes"].update({("POST", p): _status(port, p, "POST") for p in POSTS})
+    seen["codes"] = {("GET", p): rs.status(port, p) for p in GETS}
+    seen["codes"].update({("POST", p): rs.status(port, p, "POST") for p in POSTS})
     done = {}
     worker = threading.Thread(target=lambda: done.update(r=_generate(port, LONG_TOKENS)))
     worker.start()
@@ -106,7 +97,7 @@ def _observe(port, proc, log: Path) -> dict:
     proc.send_signal(signal.SIGTERM)  # the leader only, as `kill PID` does
     stopping = []
     while len(stopping) < 2000:
-        code = _status(port, "/health", timeout=5)
+        code = rs.status(port, "/health", timeout=5)
         stopping.append(code)
         if code is None:
             break
@@ -123,12 +114,13 @@ def _observe(port, proc, log: Path) -> dict:
 
 
 @pytest.fixture(scope="module")
-def both(tmp_path_factory):
+def both(hand_started, tmp_path_factory):
+    """The real server started by hand (tests/real_server/conftest.py; test_found_server.py has found it first),
+    then the simulator with its flags."""
     root = tmp_path_factory.mktemp("sim-vs-real")
-    model = rs.tiny_model()
-    real = rs.RealServer(model, free_port(), root / "real.log")
+    real = hand_started.server
     try:
-        real_seen = _observe(real.port, real.proc, real.log)
+        real_seen = _observe(real.port, real.proc, real.log, hand_started.wait_loaded())
     finally:
         real.stop()
     flags = real.argv[real.argv.index("--model-path"):]
@@ -136,7 +128,7 @@ def both(tmp_path_factory):
     (root / "state").mkdir()
     sim = SimProcess(flags + ["--sim-load-time", "1"], root / "state", root / "sim.log")
     try:
-        sim_seen = _observe(sim.port, sim.proc, sim.log_path)
+        sim_seen = _observe(sim.port, sim.proc, sim.log_path, _loading(sim.port, sim.proc, sim.log_path))
     finally:
         sim.kill_group()
     return real_seen, sim_seen

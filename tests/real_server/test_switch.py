@@ -1,9 +1,11 @@
 """``spectui servers switch`` between two real SGLang 0.5.23 servers on one port: the running one's whole process
-tree ends and lets the port go, the other starts ready, and the real server says it runs the new settings."""
+tree ends and lets the port go, the other starts ready, and the real server says it runs the new settings; then
+``spectui servers stop`` ends the other's whole process tree and frees the port (two real starts, not three)."""
 from __future__ import annotations
 
 import json
 import os
+import socket
 import subprocess
 import sys
 import time
@@ -98,6 +100,15 @@ def test_switch_stops_the_running_real_server_and_starts_the_other_ready(tier):
         assert server_info(port)["max_running_requests"] == 6
         listed = {s["name"]: s for s in tier.cli_json("servers", "list")["servers"]}
         assert listed["real-b"]["state"] == "ready" and listed["real-a"]["state"] != "ready"
+
+        # a stop ends the real server's whole process tree and frees its port
+        assert len(b_group) >= 3, b_group  # the launcher, its scheduler and its detokenizer (sglang's subprocesses)
+        r = tier.cli("servers", "stop", "real-b", "--yes", timeout=120)
+        assert r.returncode == 0 and "real-b: stopped" in r.stdout + r.stderr, r.stdout + r.stderr
+        assert [p for p in b_group if pid_alive(p)] == []
+        with socket.socket() as s:
+            s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+            s.bind(("127.0.0.1", port))  # the port is free
     finally:
         for name in ("real-b", "real-a"):
             tier.cli("servers", "stop", name, "--yes", timeout=120)

@@ -31,6 +31,13 @@ def gauges(sp) -> dict:
     return {f.name: f.samples[0].value for f in text_string_to_metric_families(text) if f.samples}
 
 
+def timer_seconds(sp) -> dict:
+    """``{category: seconds}`` of the device timer's counter."""
+    text = sp.get("/metrics")[1].decode()
+    return {s.labels["category"]: s.value for f in text_string_to_metric_families(text)
+            if f.name == "sglang:forward_execution_seconds" for s in f.samples if s.name.endswith("_total")}
+
+
 def generate(sp, n_tokens: int) -> None:
     sp.post_json("/generate", {"text": "The story of speculative decoding begins", "sampling_params": {
         "max_new_tokens": n_tokens, "temperature": 0}})
@@ -92,3 +99,26 @@ def test_a_step_count_outside_the_candidates_is_refused(sim_server):
     sp = sim_server(*EAGLE3, "--speculative-adaptive", "--speculative-num-steps", "4", ready=False)
     assert sp.proc.wait(timeout=30) != 0
     assert "--speculative-num-steps=4 is not in the adaptive config candidate_steps [0, 1, 3, 5, 7]" in sp.log()
+
+
+def test_at_zero_steps_the_forward_is_a_one_token_verify_and_a_draft_extend_as_in_sglang(sim_server, tmp_path):
+    """Adaptive speculation at 0 steps drafts nothing, yet SGLang 0.5.23 still runs the target through its verify
+    path with a one-node tree and keeps the draft's KV warm with a draft extend (sglang 0.5.23 wheel,
+    sglang/srt/speculative/eagle_worker_v2.py:1469-1472 and 1490-1500, ``_build_trivial_verify_input`` at
+    1678-1686): the device timer files it under ``target_verify`` and the draft extend, never ``decode``."""
+    config = tmp_path / "adaptive.json"
+    config.write_text(json.dumps({"1": {"candidate_steps": [0, 1], "warmup_batches": 1, "update_interval": 1}}))
+    # a drafter that never agrees: the step count falls to 0 within a few verifies
+    sp = sim_server(*EAGLE3, "--speculative-adaptive", "--speculative-adaptive-config", str(config),
+                    "--speculative-num-steps", "1", "--sim-draft-agreement", "0",
+                    env={"SGLANG_ENABLE_METRICS_DEVICE_TIMER": "1"})
+    generate(sp, 32)
+    assert gauges(sp)["sglang:spec_num_steps"] == 0
+    before = timer_seconds(sp)
+    generate(sp, 64)  # all of it at 0 steps
+    after = timer_seconds(sp)
+    seconds = {k: after[k] - before.get(k, 0.0) for k in after}
+    # SGLang probes 1 step after each update interval at 0 (adaptive_spec_params.py:219-227), so some steps of the
+    # window draft; the extend runs on every step, the draft only on those
+    assert seconds.get("decode", 0) == 0, seconds
+    assert seconds.get("target_verify", 0) > 0 and seconds["eagle_draft_extend"] > seconds.get("eagle_draft", 0), seconds

@@ -264,33 +264,62 @@ def test_ready_follows_the_last_health_check(real, sim_server):
     assert sp.get("/ready")[0] == 503
 
 
+def _sigterm_after_prefill(sp, tokens: int):
+    """Send a request for ``tokens`` tokens, and SIGTERM the server once its prefill has begun; a function that
+    waits for the request's answer and returns its completion tokens (an error answer fails the test)."""
+    import threading
+
+    done = {}
+
+    def request():
+        done["r"] = sp.post("/generate", {"text": "a b c", "sampling_params": {"max_new_tokens": tokens,
+                                                                                "ignore_eos": True}}, timeout=120)
+
+    t = threading.Thread(target=request)
+    t.start()
+    assert _wait_for(lambda: _lines(sp, "Prefill batch"))
+    sp.proc.send_signal(signal.SIGTERM)
+
+    def served() -> int:
+        t.join(120)
+        status, body = done["r"]
+        assert status == 200, (status, body[:300])
+        return json.loads(body)["meta_info"]["completion_tokens"]
+
+    return served
+
+
 def test_health_answers_503_while_a_graceful_stop_drains(real, sim_server):
     http = _read(real, "srt/entrypoints/http_server.py")
     said = re.search(r'logger\.info\("(Health check request received during shutdown[^"]*)"\)', http).group(1)
     tm = _read(real, "srt/managers/tokenizer_manager.py")
     assert "Draining requests and shutting down..." in tm
-    sp = sim_server("--model-path", "m", "--sim-load-time", "0.1", "--skip-server-warmup")
-    import threading
-
-    done = {}
-
-    def long_request():
-        done["r"] = sp.post("/generate", {"text": "a b c", "sampling_params": {"max_new_tokens": 400,
-                                                                                "ignore_eos": True}}, timeout=120)
-
-    t = threading.Thread(target=long_request)
-    t.start()
-    assert _wait_for(lambda: _lines(sp, "Prefill batch"))
-    sp.proc.send_signal(signal.SIGTERM)
+    # each forward pass 10x slower from the start: the 400 tokens take about 12 s to drain (4 s otherwise), so that
+    # the checks below fall inside the drain on a loaded machine too
+    sp = sim_server("--model-path", "m", "--sim-load-time", "0.1", "--skip-server-warmup", "--sim-slow-after", "0",
+                    "--sim-slow-factor", "10")
+    served = _sigterm_after_prefill(sp, 400)
     assert _wait_for(lambda: _lines(sp, "Draining requests and shutting down..."))
     assert sp.get("/health")[0] == 503
     assert sp.get("/ready")[0] == 503
     assert _wait_for(lambda: _lines(sp, said))
-    t.join(120)
-    status, body = done["r"]
-    assert status == 200 and json.loads(body)["meta_info"]["completion_tokens"] == 400  # served to its end
+    assert served() == 400  # served to its end
     assert sp.proc.wait(60) == 0
     assert _lines(sp, "Gracefully exiting... Remaining number of requests 0.")
+
+
+def test_a_graceful_stop_during_a_prefill_serves_the_request(sim_server):
+    """SGLang counts a request from its arrival (``rid_to_state``), so one whose prefill is running when SIGTERM
+    comes is drained like any other (sglang 0.5.23 wheel, sglang/srt/managers/tokenizer_manager.py:3508-3542)."""
+    # each forward pass 200x slower: the prefill lasts long enough for the signal to land inside it
+    sp = sim_server("--model-path", "m", "--sim-load-time", "0.1", "--skip-server-warmup", "--sim-slow-after", "0",
+                    "--sim-slow-factor", "200")
+    served = _sigterm_after_prefill(sp, 2)
+    assert served() == 2  # served to its end
+    assert sp.proc.wait(60) == 0
+    counted = [int(re.search(r"Remaining number of requests (\d+)", x).group(1))
+               for x in _lines(sp, "Gracefully exiting... Remaining number of requests")]
+    assert counted and counted[0] == 1, sp.log()[-2000:]  # the request in its prefill counted
 
 
 # -- /metrics --------------------------------------------------------------------------------------

@@ -12,6 +12,8 @@ import pytest
 from tests.sim.shapes import PREFIX
 from tests.sim.simproc import claims, live_claims, pid_alive, wait_for
 
+pytestmark = pytest.mark.rank_processes  # its servers' ranks are real processes
+
 SMALL = ["--model-path", "meta-llama/Llama-3.1-70B-Instruct", "--tp-size", "2", "--sim-load-time", "0.3"]
 
 

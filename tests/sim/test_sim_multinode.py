@@ -34,6 +34,8 @@ from spectui.sim.server.startup import custom_all_reduce_off
 from tests.sim.simproc import claims, free_port, live_claims, pid_alive, wait_for
 from tests.support.wheels import release_tree
 
+pytestmark = pytest.mark.rank_processes  # its servers' ranks are real processes
+
 KIMI = 600.0
 EAGLE3 = ("EAGLE3", 1, 3, 1, 4)
 NETS = ("pcie-2x8gpu-100gbe", "pcie-2x8gpu-ndr400")

@@ -1,11 +1,17 @@
 """TP ranks as real processes on virtual GPUs: memory, utilization, and what stopping leaves."""
 
+import json
 import os
 import signal
 import threading
 import time
 
+import pytest
+
+from spectui.sim.vgpu import memory_in_use
 from tests.sim.simproc import claims, live_claims, pid_alive, wait_for
+
+pytestmark = pytest.mark.rank_processes  # its servers' ranks are real processes
 
 SMALL = ["--model-path", "meta-llama/Llama-3.1-70B-Instruct", "--sim-load-time", "0.3"]
 
@@ -98,3 +104,34 @@ def test_memory_held_by_another_server_is_not_available(sim_server):
     assert wait_for(lambda: live_claims(first.state) == {}, timeout=5)
     fourth = sim_server(*SMALL, "--tp-size", "2", state=first.state)
     assert fourth.get("/health")[0] == 200
+
+
+def test_inline_ranks_report_the_same_gpu_usage_from_the_leader_alone(sim_server):
+    """``SPECTUI_SIM_RANKS=inline``: no process per rank, the same memory, names and utilization on the same
+    GPUs, each in the leader's name; a clean stop frees them at once."""
+    flags = (*SMALL, "--tp-size", "2", "--mem-fraction-static", "0.8")
+    procs = sim_server(*flags)
+    inline = sim_server(*flags, env={"SPECTUI_SIM_RANKS": "inline"})
+    assert inline.group_pids() == [inline.proc.pid] and len(procs.group_pids()) == 3
+    assert inline.get_json("/sim/stats")["rank_pids"] == []
+
+    def usage(sp):
+        files = sorted((sp.state / "sim" / "procs").glob("*.json"))
+        return sorted((c["gpu"], c["name"], c["memory_mib"]) for c in map(lambda f: json.loads(f.read_text()), files))
+
+    assert usage(inline) == usage(procs) and len(usage(inline)) == 2
+    assert {c["pid"] for c in live_claims(inline.state).values()} == {inline.proc.pid}
+    assert memory_in_use(inline.state, 0) == memory_in_use(procs.state, 0) > 1000
+
+    def load(sp):
+        sp.post_json("/generate", {"text": "Alice", "sampling_params": {"max_new_tokens": 600, "ignore_eos": True}})
+
+    worker = threading.Thread(target=load, args=(inline,), daemon=True)
+    worker.start()
+    files = lambda: [json.loads(f.read_text()) for f in (inline.state / "sim" / "procs").glob("*.json")]  # noqa: E731
+    assert wait_for(lambda: all(c["util"] > 0.8 for c in files()), timeout=5)
+    worker.join(30)
+    assert wait_for(lambda: all(c["util"] < 0.2 for c in files()), timeout=5)
+    os.killpg(inline.pgid, signal.SIGTERM)
+    assert inline.proc.wait(10) == 0
+    assert list((inline.state / "sim" / "procs").glob("*.json")) == []  # a clean exit frees the memory at once

@@ -109,7 +109,7 @@ async def test_tree_read_and_definitions(open_tree, sglang_current):
     assert page.module == "sglang.srt.speculative.spec_info" and page.language == "python"
     text = (sglang_current / "srt/speculative/spec_info.py").read_text()
     assert page.total_lines == len(text.splitlines())
-    around = await b.read_around("srt/speculative/spec_info.py", 100, context=5, count=11)
+    around = await b.read("srt/speculative/spec_info.py", count=11, around=100, context=5)
     assert (around.start, around.end) == (95, 105) and around.lines == tuple(text.splitlines()[94:105])
     defs = await b.definition("NGRAMWorker")
     assert defs[0].path == "srt/speculative/ngram_worker.py" and defs[0].kind == "class"

@@ -10,7 +10,8 @@ import pytest
 from spectui.cli.main import main
 from spectui.core.errors import ConnectError, HostKeyChanged, HostKeyRevoked, HostKeyUnknown
 from spectui.core.transport.known_hosts import KnownHostsFiles, host_matches, judge, lookup, parse
-from spectui.core.transport.ssh import SshOptions, SshTransport
+from spectui.core.transport.ssh import SshOptions
+from spectui.core.transport.ssh_client import SshTransport
 from tests.support.sshd import LoopbackSshd, keygen
 
 

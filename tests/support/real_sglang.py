@@ -60,7 +60,7 @@ def find_python() -> str:
 @pytest.fixture(scope="session")
 def real_sglang_python() -> str:
     try:
-        return find_python()
+        return venv_python()
     except RuntimeError as exc:
         pytest.fail(str(exc))
 
@@ -76,12 +76,14 @@ READY_TIMEOUT_S = 240.0
 
 @functools.lru_cache(maxsize=None)
 def venv_python() -> str:
-    """:func:`find_python`, once per process."""
+    """:func:`find_python`, once per process (a failure is asked again: lru_cache keeps no exception)."""
     return find_python()
 
 
+@functools.lru_cache(maxsize=None)
 def tiny_model() -> str:
-    """The folder of the tiny local model (scripts/tiny_model.py with the venv's Python; cached)."""
+    """The folder of the tiny local model (scripts/tiny_model.py with the venv's Python; cached, and asked once
+    per process)."""
     out = subprocess.run([venv_python(), str(ROOT / "scripts" / "tiny_model.py")], capture_output=True, text=True,
                          timeout=600, check=True)
     return out.stdout.strip().splitlines()[-1]
@@ -89,9 +91,13 @@ def tiny_model() -> str:
 
 def cpu_args(max_total_tokens: int = 65536, **extra) -> Dict[str, object]:
     """SGLang flags (without dashes, as a profile's ``args``) for serving on a CPU, plus ``extra``."""
+    # --sleep-on-idle: an idle scheduler waits on its sockets instead of spinning a core at 100% (sglang 0.5.23 wheel,
+    # sglang/srt/arg_groups/fields/device.py:74, sglang/srt/managers/scheduler_components/idle_sleeper.py:36-37, called
+    # from the scheduler's on_idle, sglang/srt/managers/scheduler.py:5328): a request wakes it at once, and on a
+    # 2-core machine a spinning idle server would take half of it from the tier's clients and other server.
     args: Dict[str, object] = {"device": "cpu", "attention-backend": "torch_native", "disable-cuda-graph": True,
                                "skip-server-warmup": True, "mem-fraction-static": 0.3,
-                               "max-total-tokens": max_total_tokens}
+                               "max-total-tokens": max_total_tokens, "sleep-on-idle": True}
     args.update(extra)
     return args
 
@@ -130,6 +136,20 @@ def get(port: int, path: str, timeout: float = 5.0):
         return exc.code, exc.read()
 
 
+def status(port: int, path: str, method: str = "GET", timeout: float = 30.0) -> Optional[int]:
+    """The status code of a GET (or a body-less POST) on the server, or None when nothing answers."""
+    req = urllib.request.Request("http://127.0.0.1:%d%s" % (port, path), method=method,
+                                 data=b"" if method == "POST" else None)
+    try:
+        with urllib.request.urlopen(req, timeout=timeout) as r:
+            r.read()
+            return r.status
+    except urllib.error.HTTPError as exc:
+        return exc.code
+    except OSError:
+        return None
+
+
 def post_json(port: int, path: str, body: dict, timeout: float = 120.0) -> dict:
     req = urllib.request.Request("http://127.0.0.1:%d%s" % (port, path), data=json.dumps(body).encode(),
                                  headers={"Content-Type": "application/json"})
@@ -149,7 +169,7 @@ def wait_ready(port: int, proc: Optional[subprocess.Popen] = None, log: Optional
                 return time.monotonic() - t0
         except OSError:
             pass
-        time.sleep(0.5)
+        time.sleep(0.1)
     raise AssertionError("the real server was not ready within %.0f s: %s" % (timeout, tail(log)))
 
 

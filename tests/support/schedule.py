@@ -3,12 +3,14 @@ handed to the workers one at a time, so that a long test never starts last on on
 the others sit idle.
 
 "Longest" comes from ``tests/durations.json``: how many seconds each test over ``RECORD_FLOOR_S``
-took (setup, call and teardown) in a recorded run. Tests it does not list keep their collection
-order after those. Refresh it with a run of the whole suite:
+took (setup, call and teardown) on its own, in a serial run. Tests it does not list keep their
+collection order after those. Refresh it with a serial run, of the whole suite or of some of it:
 
-    python3 -m pytest -q -n 3 --dist loadgroup --record-durations
+    python3 -m pytest -q -p no:xdist --record-durations [PATHS or -k ...]
 
 which rewrites the entries of the tests that ran (a stale entry only changes where a test starts).
+A parallel run is refused: under three workers on two cores a test's seconds are mostly the others'
+load (a test that takes 8 s alone read 195 s there), which orders the suite by who ran beside whom.
 
 What the suite costs, apart from how it is spread over workers, comes from a serial run:
 
@@ -57,8 +59,9 @@ def pytest_addoption(parser):
                           "FILE, and print the sums: what the suite costs, apart from how it is spread over workers. "
                           "A serial run only (-p no:xdist), on an otherwise idle machine")
     parser.addoption("--record-durations", action="store_true", default=False,
-                     help="write how long each test over %g s took to %s (it orders later runs: the longest "
-                          "start first)" % (RECORD_FLOOR_S, DURATIONS.relative_to(DURATIONS.parents[1])))
+                     help="write how long each test over %g s took on its own to %s (it orders later runs: the "
+                          "longest start first). A serial run only (-p no:xdist), on an otherwise idle machine"
+                     % (RECORD_FLOOR_S, DURATIONS.relative_to(DURATIONS.parents[1])))
 
 
 def pytest_configure(config):
@@ -67,12 +70,16 @@ def pytest_configure(config):
     if config.pluginmanager.hasplugin("xdist") and getattr(config.option, "maxschedchunk", 0) is None:
         config.option.maxschedchunk = 1
     if config.getoption("record_cpu"):
-        if getattr(config.option, "numprocesses", None):
-            raise pytest.UsageError("--record-cpu measures the whole machine's CPU per test: run it serially "
-                                    "(-p no:xdist), not with -n")
+        serial_only(config, "--record-cpu measures the whole machine's CPU per test")
         config.pluginmanager.register(CpuRecorder(Path(config.getoption("record_cpu"))), "spectui-record-cpu")
-    if config.getoption("record_durations") and not hasattr(config, "workerinput"):
-        config.pluginmanager.register(DurationRecorder(), "spectui-record-durations")  # the controller's
+    if config.getoption("record_durations"):
+        serial_only(config, "--record-durations records each test's own seconds")
+        config.pluginmanager.register(DurationRecorder(), "spectui-record-durations")
+
+
+def serial_only(config, what: str) -> None:
+    if getattr(config.option, "numprocesses", None) or hasattr(config, "workerinput"):
+        raise pytest.UsageError(what + ": run it serially (-p no:xdist), not with -n")
 
 
 def module_group(item):
@@ -95,20 +102,25 @@ def pytest_collection_modifyitems(config, items):
 
 
 class DurationRecorder:
-    """Adds up each test's reported seconds (a parallel run's controller gets its workers' reports) and
-    writes them at the end of the session."""
+    """Adds up each test's reported seconds (setup, call, teardown) in a serial run and writes them at the end
+    of the session."""
 
     def __init__(self, path: Path = DURATIONS) -> None:
         self.path = path
         self.spent: dict = defaultdict(float)
+        self.finished: set = set()  # torn down: a test a stopped run (Ctrl-C) cut short is not recorded
 
     def pytest_runtest_logreport(self, report) -> None:
         self.spent[unsuffixed(report.nodeid)] += report.duration
+        if report.when == "teardown":
+            self.finished.add(unsuffixed(report.nodeid))
 
     @pytest.hookimpl(trylast=True)
     def pytest_sessionfinish(self, session) -> None:
         durations = recorded_durations(self.path)
         for nodeid, seconds in self.spent.items():
+            if nodeid not in self.finished:
+                continue
             durations.pop(nodeid, None)
             if seconds >= RECORD_FLOOR_S:
                 durations[nodeid] = round(seconds, 1)

@@ -71,6 +71,7 @@ async def test_frames_carry_sources_formulas_and_stale_marks(profiles_dir, demo)
         await asyncio.sleep(0.25)
     cum = frames[-1].cumulative_accept_length
     assert cum.cumulative and cum.source == "server_info" and cum.value > 1.0
+    assert cum.requests is not None and cum.requests >= 4  # the requests it covers (sglang:num_requests_total)
     # after /flush_cache the counters restart: the next window is not negative, nor garbage
     urllib.request.urlopen(urllib.request.Request(f"http://127.0.0.1:{port}/flush_cache", data=b""), timeout=5).read()
     n = len(frames)

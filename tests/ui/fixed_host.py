@@ -3,8 +3,8 @@
 The real :class:`~spectui.ui.app.SpectuiApp` and :class:`~spectui.core.live.HostLink` run unchanged; only the
 session is this module's: its client answers the agent's methods from values built here (host facts, the
 servers, a switch plan, a log) and sends GPU frames, server records and server frames computed from fixed
-formulas at fixed times. :func:`frozen_clock` stops the console's clock at :data:`NOW`, so ages, the
-switch's elapsed time and the header's clock read the same on every run and every xdist worker.
+formulas at fixed times. :func:`frozen_clock` stops the console's clock (and a link's :meth:`HostLink.now`) at
+:data:`NOW`, so ages, the switch's elapsed time and the header's clock read the same on every run and every xdist worker.
 """
 
 from __future__ import annotations
@@ -12,12 +12,14 @@ from __future__ import annotations
 import asyncio
 import importlib
 import math
+import pkgutil
 import sys
 import time
 import types
 from dataclasses import dataclass, field
 
 from spectui.core.errors import AgentCallError
+from spectui.core.live import HostLink
 from spectui.core.profiles import Profile
 from spectui.core.rpc import Event
 from spectui.core.session import HostTarget
@@ -32,8 +34,11 @@ GPUS = 8
 
 
 def console_modules():
-    """The console's modules (``spectui.ui`` and below), all loaded."""
-    importlib.import_module("spectui.ui.app")  # loads every screen, widget and controller
+    """The console's modules (``spectui.ui`` and below), all loaded: the console loads a screen or a job when it is
+    first used, so each is imported here, not only what importing the App loads."""
+    package = importlib.import_module("spectui.ui")
+    for found in pkgutil.walk_packages(package.__path__, "spectui.ui."):
+        importlib.import_module(found.name)
     return [m for n, m in sorted(sys.modules.items()) if m is not None and (n == "spectui.ui" or
                                                                             n.startswith("spectui.ui."))]
 
@@ -53,6 +58,7 @@ def frozen_clock(monkeypatch) -> None:
                                   localtime=time.gmtime, gmtime=time.gmtime, perf_counter=time.perf_counter,
                                   sleep=time.sleep)
     replace_in_console(monkeypatch, "time", clock, where=lambda current: current is time)
+    monkeypatch.setattr(HostLink, "now", lambda self: NOW)  # the time the console shows a live host at
 
 
 # --- what the host sends -------------------------------------------------------------------------------------------

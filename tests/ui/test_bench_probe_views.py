@@ -7,7 +7,7 @@ import pytest
 from spectui.core.bench import BenchProgress, CompareEvent, Preset, build_comparison
 from spectui.core.bench.runs import RunResult
 from spectui.ui import snapshots
-from spectui.ui.benchjob import BenchJob
+from spectui.core.console.benchjob import BenchJob
 from spectui.ui.draw import DEFAULT_STYLES
 from spectui.ui.screens.bench import progress_text, results_text, speedup_chart
 from spectui.ui.views import BreakEven, HeaderView, ProfileRow, ProfilesView
@@ -51,11 +51,13 @@ async def test_header_interconnect_and_what_gives_way():
     text, _ = await shown(HeaderBar(), view, size=(200, 1))
     assert "│ 8x RTX PRO 6000 Blackwell, PCIe Gen5 x16, no NVLink │ SGLang 0.5.23 (simulated)" in text
     assert "● connected 0.4 ms" in text and "traffic on" in text
-    text, _ = await shown(HeaderBar(), view, size=(120, 1))
-    assert "PCIe Gen5 x16, no NVLink" in text and "(sim)" in text and "0.4 ms" not in text
-    assert text.rstrip().endswith("│ ● │ traffic on")  # the word "connected" gave way; its mark stays
-    text, _ = await shown(HeaderBar(), view, size=(100, 1))  # too narrow for the interconnect
-    assert "8× RTX PRO 6000 Blackwell │" in text and "NVLink" not in text and "traffic on" in text
+    text, _ = await shown(HeaderBar(), view, size=(120, 1))  # the round trip and the interconnect give way first
+    assert "0.4 ms" not in text and "NVLink" not in text and "8× RTX PRO 6000 Blackwell │" in text
+    assert text.rstrip().endswith("│ ● connected │ traffic on")  # the state's word stays
+    text, _ = await shown(HeaderBar(), view, size=(80, 1))  # then the GPU model: the count stays
+    assert "│ 8 GPUs │" in text and "● connected" in text and "traffic on" in text
+    text, _ = await shown(HeaderBar(), view, size=(60, 1))  # the traffic mark before the state
+    assert text.rstrip().endswith("│ ● connected") and "traffic" not in text
     paused = HeaderView("demo host", "demo", True, None, 8, "0.5.23", "connected", None, True, None, None, True)
     text, _ = await shown(HeaderBar(), paused, size=(160, 1))
     assert "traffic paused" in text

@@ -9,7 +9,8 @@ async def test_the_timers_firing_after_the_screens_are_gone_do_nothing(ui_env):
     async with app.run_test(size=SIZE) as pilot:
         await connected(pilot, app)
     assert not app.screen_stack  # what the timers see in the window between the two steps
-    app.tick()
-    app.logs.poll()
+    app.clock()
+    app.logs.follow()
+    app.changed()
     app.refresh_now()
 

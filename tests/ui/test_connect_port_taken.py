@@ -30,8 +30,8 @@ async def test_a_taken_port_on_a_real_host_refuses_the_switch_and_moves_nothing(
             assert app.target.kind == "ssh" and app.target.ports is None
             assert app.library.profiles["alpha"].port == port
             await pilot.press(str([p.name for p in app.profiles].index("alpha") + 1))
-            await wait_for(pilot, lambda: "alpha" in app.servers.switch_errors, 30, "the switch to be refused")
-            assert app.servers.switch_errors["alpha"] == (f"port {port} on the host is in use by a program spectui did "
+            await wait_for(pilot, lambda: "alpha" in app.host.switches.errors, 30, "the switch to be refused")
+            assert app.host.switches.errors["alpha"] == (f"port {port} on the host is in use by a program spectui did "
                                                   "not start; stop it or set another port in the profile")
             assert "alpha" not in app.link.servers
             view = app.build_views()["header"]

@@ -17,6 +17,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
+import pytest
 import yaml
 
 from spectui.core.profiles import load_profiles, user_profile_dir
@@ -119,7 +120,7 @@ async def highlight(pilot, app, name):
 
 
 async def confirmation(pilot, app, title):
-    await wait_for(pilot, lambda: isinstance(app.screen, ConfirmScreen), 15, "the confirmation")
+    await wait_for(pilot, lambda: isinstance(app.screen, ConfirmScreen) and app.screen.is_mounted, 15, "the confirmation")
     assert app.screen.title_text == title, app.screen.title_text
     return app.screen
 
@@ -134,6 +135,7 @@ def notified(app, text):
     return any(text in n.message for n in app._notifications)
 
 
+@pytest.mark.rank_processes  # it counts the server's processes, one per TP rank
 async def test_a_hand_started_server_is_an_external_row_with_live_panels_and_x_stops_exactly_its_processes(ui_env):
     with hand_started(ui_env.state, ui_env.tmp / "server.log") as srv, requests_to(srv.port):
         app = make_app(ui_env)

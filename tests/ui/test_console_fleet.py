@@ -71,6 +71,13 @@ async def test_two_hosts_overview_enter_switch_and_keys(ui_env):
             await wait_for(pilot, lambda: app.current_host == 0 and "demo-1" in panel_text(app, "header"), 10,
                            "demo-1")
             assert server_state(app, "alpha") is None
+            # demo-2's console kept what its switch answered while demo-1 is shown, and shows it again
+            assert app.hosts[1].switches.results["alpha"]["server"]["state"] == "ready"
+            await pilot.press("greater_than_sign")
+            await wait_for(pilot, lambda: app.current_host == 1, 10, "demo-2 again")
+            assert app.host.switches.results["alpha"]["server"]["state"] == "ready"
+            await pilot.press("less_than_sign")
+            await wait_for(pilot, lambda: app.current_host == 0, 10, "demo-1 again")
             # a host's agent dies: it reconnects, and the other host's telemetry keeps arriving meanwhile
             other = app.hosts[1].link
             seq = other.gpu.seq
@@ -237,8 +244,8 @@ async def test_a_node_that_fails_stops_every_node_and_says_which(ui_env):
             await pilot.press(str([p.name for p in app.profiles].index("duo") + 1))
             await wait_for(pilot, lambda: isinstance(app.screen, ConfirmScreen), 20, "the confirmation")
             await pilot.press("y")
-            await wait_for(pilot, lambda: "duo" in app.servers.switch_errors and app.busy is None, 120, "the failure")
-            assert app.servers.switch_errors["duo"].startswith("node 1 on demo-2: ")
+            await wait_for(pilot, lambda: "duo" in app.host.switches.errors and app.busy is None, 120, "the failure")
+            assert app.host.switches.errors["duo"].startswith("node 1 on demo-2: ")
             assert server_state_on(app.hosts[1], "duo") == "failed"
             assert server_state_on(app.hosts[0], "duo") in ("stopped", "failed", "crashed")
             # the failed node's own last log lines, as its host wrote them, in the notification
@@ -353,9 +360,9 @@ async def test_a_multi_node_profile_over_two_real_sshd_hosts(ui_env, sshd, tmp_p
             await pilot.press(str([p.name for p in app.profiles].index("duo-bad") + 1))
             await wait_for(pilot, lambda: isinstance(app.screen, ConfirmScreen), 20, "the confirmation")
             await pilot.press("y")
-            await wait_for(pilot, lambda: "duo-bad" in app.servers.switch_errors and app.busy is None, 120,
+            await wait_for(pilot, lambda: "duo-bad" in app.host.switches.errors and app.busy is None, 120,
                            "the failure")
-            assert app.servers.switch_errors["duo-bad"].startswith(f"node 1 on {other.dest}: ")
+            assert app.host.switches.errors["duo-bad"].startswith(f"node 1 on {other.dest}: ")
             assert server_state_on(app.hosts[1], "duo-bad") == "failed"
             assert server_state_on(app.hosts[0], "duo-bad") not in ("ready", "loading", "starting")
             app.quit_console()

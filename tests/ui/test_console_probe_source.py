@@ -42,7 +42,7 @@ async def test_interconnect_probe_and_predicted_l_star_in_panel_history_and_tabl
         await connected(pilot, app)
         # the interconnect, read at connect time from the simulator's hardware model
         await wait_for(pilot, lambda: INTERCONNECT in panel_text(app, "header"), 10, "the interconnect")
-        assert app.probe.interconnect == INTERCONNECT
+        assert app.host.interconnect == INTERCONNECT
         titles = [c.title for c in app.get_system_commands(app.dashboard)]
         assert "Run verify-cost probe" in titles
         await pilot.press("5")
@@ -127,6 +127,7 @@ async def test_f_on_the_demo_offers_the_wheel_fetches_it_and_opens_the_source(ui
         screen = app.screen
         assert screen.browser.info.version == "0.5.23" and "published wheel" in (screen.browser.info.note or "")
         assert (cache / "0.5.23" / "sglang" / "srt" / "speculative").is_dir()
+        await wait_for(pilot, lambda: screen.query(SourceTree), 30, "the tree mounted")  # a pushed screen composes next
         tree = screen.query_one(SourceTree)
         await wait_for(pilot, lambda: tree.node_for("srt/speculative") is not None
                        and tree.node_for("srt/speculative").data["loaded"], 30, "the tree")

@@ -29,7 +29,7 @@ async def test_a_recorded_session_replays_in_the_console_read_only(ui_env):
         await app.link.session.client.call("traffic.start", {"concurrency": 2, "seed": 4})
         await wait_for(pilot, lambda: (s := app.link.series.get("beta")) is not None and s.latest is not None
                        and s.latest.accept_length.value is not None, 60, "an accept length")
-        await wait_for(pilot, lambda: "fired up" in "\n".join(app.logs.tail("beta").tail(40)), 20, "the log tail")
+        await wait_for(pilot, lambda: "fired up" in "\n".join(app.host.logs.tail("beta").tail(40)), 20, "the log tail")
         await pilot.pause(1.5)
         await app.link.session.client.call("traffic.stop")
         app.quit_console()
@@ -45,7 +45,8 @@ async def test_a_recorded_session_replays_in_the_console_read_only(ui_env):
     async with app2.run_test(size=SIZE) as pilot:
         await wait_for(pilot, lambda: app2.screen is app2.dashboard, 20, "the replay's dashboard")
         assert names(app2) == ["alpha", "beta", "broken"]  # the recorded console's profiles
-        assert "replay of demo" in panel_text(app2, "header")
+        # the header is drawn at the dashboard's first redraw, a moment after it is shown
+        await wait_for(pilot, lambda: "replay of demo" in panel_text(app2, "header"), 10, "the replay's header")
         await wait_for(pilot, lambda: replay.at_end, 60, "the end of the recording")
         await pilot.pause(0.5)
         assert bare(app2.link.series["beta"].latest) == live_last  # the last frame, as it was received live

@@ -80,7 +80,7 @@ async def test_T_on_the_benchmark_screen_tunes_the_highlighted_profile_live_and_
         outcome = tune.outcome
         assert outcome is not None and len(outcome.comparisons) >= 1
         await pilot.pause(0.3)
-        screen.sync(force=True)
+        screen.sync()
 
         # the chart: every measured setting at its swept value, measured beside predicted
         settings = {vp.server: vp.setting for vp in outcome.predictions if vp.setting is not None}
@@ -113,7 +113,7 @@ async def test_T_on_the_benchmark_screen_tunes_the_highlighted_profile_live_and_
 
 def test_the_chart_marks_each_measured_setting_beside_its_prediction_and_the_baseline():
     from spectui.ui.draw import DEFAULT_STYLES
-    from spectui.ui.tunejob import ChartPoint, ChartView
+    from spectui.core.console.tunejob import ChartPoint, ChartView
     from spectui.ui.widgets.tune_chart import measured_rows, plot_rows
 
     points = (ChartPoint(1, "steps 1", predicted=70.0), ChartPoint(2, "steps 2", predicted=64.0, measured=61.0,

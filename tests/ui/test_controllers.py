@@ -2,6 +2,7 @@
 a reconnection opens one session and restarts what each session needs once; a switch and a restart go
 through the same stages."""
 
+import asyncio
 import os
 import signal
 from pathlib import Path
@@ -15,6 +16,7 @@ from spectui.core.session import HostTarget
 from spectui.ui import app as app_module
 from spectui.ui import messages
 from spectui.ui.app import SpectuiApp
+from spectui.ui.controllers.traffic import SYNC_S
 from spectui.ui.screens.confirm import ConfirmScreen
 from tests.ui.support import connected, panel_text, server_state, wait_for
 
@@ -102,7 +104,10 @@ async def test_a_reconnection_opens_one_session_and_restarts_traffic_and_telemet
 
     async def recording_call(self, method, params=None, **kw):
         calls.append((id(self), method))
-        return await real_call(self, method, params, **kw)
+        answer = await real_call(self, method, params, **kw)
+        if method == "traffic.start":  # a loaded host answers late: longer than the traffic's sync period
+            await asyncio.sleep(3 * SYNC_S)
+        return answer
 
     monkeypatch.setattr(AgentClient, "call", recording_call)
     app = make_app(ui_env, traffic=True, telemetry_hz=0)  # the demo load on; no GPU telemetry wanted
@@ -128,7 +133,7 @@ async def test_a_reconnection_opens_one_session_and_restarts_traffic_and_telemet
             for method in ("gpu.subscribe", "server.telemetry.subscribe", "gpu.unsubscribe",
                            "server.telemetry.unsubscribe", "traffic.start"):
                 assert made.count(method) == 1, (method, made)
-        assert app.traffic.on
+        await wait_for(pilot, lambda: app.traffic.on, 10, "the host to confirm the traffic")
 
 
 async def test_a_switch_and_a_restart_go_through_the_same_stages(ui_env):
@@ -146,7 +151,7 @@ async def test_a_switch_and_a_restart_go_through_the_same_stages(ui_env):
         await wait_for(pilot, lambda: isinstance(app.screen, ConfirmScreen), 10, "the confirmation")
         assert app.screen.title_text == "Restart alpha?"
         await pilot.press("y")
-        await wait_for(pilot, lambda: app.busy == "restarting alpha", 5, "the restart to begin")
+        await wait_for(pilot, lambda: app.busy == "restarting alpha", 20, "the restart to begin")
         await wait_for(pilot, lambda: app.busy is None and server_state(app, "alpha") == "ready"
                        and app.link.servers["alpha"]["pid"] != pid, 60, "alpha ready again")
         await wait_for(pilot, lambda: "ready" in app.stages("alpha", mark), 5, "the ready stage again")
@@ -154,7 +159,7 @@ async def test_a_switch_and_a_restart_go_through_the_same_stages(ui_env):
         assert app.stages("alpha", mark) == switched
         # the same outcome, said the same way, and the same server panel: its stages and their total
         assert len(notified(app, "alpha is ready (")) == 2
-        assert app.servers.switch_results["alpha"]["server"]["pid"] == app.link.servers["alpha"]["pid"]
+        assert app.host.switches.results["alpha"]["server"]["pid"] == app.link.servers["alpha"]["pid"]
         await pilot.pause(0.5)
         server = panel_text(app, "server")
         for stage in ("starting", "loading", "ready", "total"):

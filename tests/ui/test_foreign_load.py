@@ -27,7 +27,7 @@ async def test_the_panel_says_which_running_requests_are_not_spectuis(ui_env):
 
 def test_the_bench_view_marks_figures_measured_beside_foreign_load():
     from spectui.core.bench import Preset, build_comparison
-    from spectui.ui.benchjob import BenchJob
+    from spectui.core.console.benchjob import BenchJob
     from spectui.ui.screens.bench import plain_text, results_text, speedup_chart
     from tests.bench.test_foreign_load_marks import load
     from tests.bench.test_history import fake_run

@@ -89,7 +89,7 @@ async def test_a_switch_cut_by_a_reconnection_takes_its_outcome_from_the_server(
         await wait_for(pilot, lambda: app.link.connected and app.link.session.hello["pid"] != agent, 30,
                        "the reconnection")
         await wait_for(pilot, lambda: app.busy is None, 60, "the switch to end")
-        assert "slow" not in app.servers.switch_errors, app.servers.switch_errors
+        assert "slow" not in app.host.switches.errors, app.host.switches.errors
         assert server_state(app, "slow") == "ready"
         await pilot.pause(0.5)
         server = panel_text(app, "server")

@@ -5,6 +5,8 @@ import time
 import pytest
 from textual.app import App
 
+from spectui.core.console import steptimes
+from spectui.core.console.steptimes import StepTimes
 from spectui.core.live import HostLink, LinkState
 from spectui.core.server_frames import ServerFrame, ServerSeries
 from spectui.core.session import HostTarget
@@ -41,7 +43,7 @@ def frame(name="kimi-eagle3", seq=1, *, accept=2.01, accept_stale=False, tps=60.
             {"value": 0.502, "formula": "incl-bonus/draft-tokens", "source": "derived", "stale": accept_stale},
         ] if rates else [],
         "cumulative_accept_length": None if cumulative is None else {"value": cumulative, "source": "server_info",
-                                                                     "cumulative": True},
+                                                                     "cumulative": True, "requests": 57},
         "gen_throughput": {"value": tps, "source": "realtime-counter", "stale": False, "window_s": 2.0, "age_s": 0.0},
         "per_stream": {"value": tps if stream == "same" else stream, "source": "itl-histogram", "stale": False,
                        "window_s": 5.0, "age_s": 0.0},
@@ -90,10 +92,10 @@ async def test_speculative_panel_shows_accept_length_rates_formulas_and_marks():
     other = snapshots.spec_view(link, "kimi-eagle3", None, None, rate_choice=1)
     text2, _ = await shown(SpecPanel(), other, size=(110, 18))
     assert "incl-bonus/draft-tokens" in text2 and "50.2%" in text2 and "33.7%" not in text2
-    assert "since start   1.98 cumulative (server_info)" in text
+    assert "since start   1.98 cumulative (server_info) over 57 requests" in text
     assert "stale" not in text
     assert "EAGLE3" in title
-    assert "4.0 ┤" in text  # the chart's scale runs to num_steps + 1
+    assert "4.0 ┤" not in text and "2.3 ┤" in text  # the axis follows the accept lengths seen (1.91-2.01)
     assert "L* (break-even): needs a baseline run here" in text
 
 
@@ -120,7 +122,7 @@ async def test_break_even_from_frames_at_one_request():
     spec += [frame("kimi-eagle3", 20 + i, accept=None, tps=0.0) for i in range(2)]
     link = link_with(base, spec)
     algos = {"kimi-baseline": None, "kimi-eagle3": "EAGLE3"}
-    be = snapshots.BreakEvenCache().for_server(link, "kimi-eagle3", algos)
+    be = snapshots.l_star_of(StepTimes().steps(link, algos), "kimi-eagle3")[0]
     assert be is not None
     assert be.base_step_ms == pytest.approx(1000 / 82, abs=0.01)
     assert be.spec_step_ms == pytest.approx(1000 * 2.0 / 48.0, abs=0.01)  # mean tok/s (8 x 60 + 2 x 0) / 10
@@ -133,43 +135,43 @@ async def test_break_even_from_frames_at_one_request():
     assert "measured here at 1 request, 10 + 10 frames" in text
     # with a current accept length the panel says which side of L* it is on
     link2 = link_with(base, spec + [frame("kimi-eagle3", 30, accept=4.5, tps=100.0)])
-    be2 = snapshots.BreakEvenCache().for_server(link2, "kimi-eagle3", algos)
+    be2 = snapshots.l_star_of(StepTimes().steps(link2, algos), "kimi-eagle3")[0]
     assert be2.l_star == pytest.approx((1000 * (20.5 / 9) / (580 / 11)) / (1000 / 82), abs=0.01)
     text, _ = await shown(SpecPanel(), snapshots.spec_view(link2, "kimi-eagle3", None, be2), size=(110, 20))
     assert f"accept length 4.50  L* {be2.l_star:.2f}  ≥ break-even" in text
     # no baseline measured: no L*
-    assert snapshots.BreakEvenCache().for_server(link_with(spec), "kimi-eagle3", algos) is None
+    assert snapshots.l_star_of(StepTimes().steps(link_with(spec), algos), "kimi-eagle3")[0] is None
 
 
 def test_break_even_needs_enough_frames_at_one_request():
     nan = float("nan")
-    pairs = derive.concurrency_one([2.0] * 10, [60.0] * 10, [1.0] * 10)
-    assert len(pairs) == 9 and derive.speculative_step_ms(pairs) is None and derive.baseline_step_ms(pairs) is None
-    pairs = derive.concurrency_one([1.0, 2.0, 3.0, nan, 5.0, 6.0], [10.0, 20.0, 30.0, 40.0, nan, 60.0],
+    pairs = steptimes.concurrency_one([2.0] * 10, [60.0] * 10, [1.0] * 10)
+    assert len(pairs) == 9 and steptimes.speculative_step_ms(pairs) is None and steptimes.baseline_step_ms(pairs) is None
+    pairs = steptimes.concurrency_one([1.0, 2.0, 3.0, nan, 5.0, 6.0], [10.0, 20.0, 30.0, 40.0, nan, 60.0],
                                    [1.0, 1.0, 2.0, 1.0, 1.0, nan])
     # first frame (nothing before), after 2 requests, no tok/s, no request count: left out
     assert pairs == [(2.0, 20.0)]
     few_accepts = [(2.0, 60.0), (2.0, 60.0)] + [(None, 0.0)] * 8
-    assert derive.speculative_step_ms(few_accepts) is None
-    assert derive.speculative_step_ms([(2.0, 60.0)] * 3 + [(None, 0.0)] * 7) == (1000 * 2.0 / 18.0, 10)
-    assert derive.baseline_step_ms([(None, 0.0)] * 10) is None  # nothing generated: no step time
+    assert steptimes.speculative_step_ms(few_accepts) is None
+    assert steptimes.speculative_step_ms([(2.0, 60.0)] * 3 + [(None, 0.0)] * 7) == (1000 * 2.0 / 18.0, 10)
+    assert steptimes.baseline_step_ms([(None, 0.0)] * 10) is None  # nothing generated: no step time
 
 
 async def test_throughput_panel():
     link = link_with([frame(seq=i, tps=50.0 + i, stream=60.0 + i) for i in range(1, 8)])
     view = snapshots.throughput_view(link, "kimi-eagle3")
     text, title = await shown(ThroughputPanel(), view, size=(80, 18))
-    assert "per stream  67.0 tok/s (ITL histogram mean, 5 s)" in text
+    assert "per stream  67.0 tok/s (per-token latency histogram mean, 5 s)" in text
     assert "all streams 57.0 tok/s (per-iteration counter, 2 s)" in text
     assert "running 1  queued 0  token usage 1.0%" in text
     # a TTFT inside the first bucket is a bound, not 50 / 99 ms; the exact mean comes from _sum/_count
     assert "TTFT mean 41.0 ms  p50 <100  p99 <100" in text and "(12 in 30 s; < = in 1st bucket)" in text
-    assert "ITL  mean 33.4 ms/token  p50 33.0  p99 35.0" in text
+    assert "TPOT mean 33.4 ms/token  p50 33.0  p99 35.0" in text
     assert "per stream, each point a 5 s mean" in text and "now" in text  # the chart's time axis
     assert title == "Throughput · kimi-eagle3"
     # narrow: the source and window go to the next row, never cut off
     text, _ = await shown(ThroughputPanel(), view, size=(42, 20))
-    assert "(ITL histogram mean, 5 s)" in text and "(per-iteration counter, 2 s)" in text
+    assert "(per-token latency histogram mean, 5 s)" in text and "(per-iteration counter, 2 s)" in text
     assert "(12 in 30 s; < = in 1st bucket)" in text and "p99 <100" in text
 
 
@@ -280,12 +282,11 @@ def test_break_even_says_what_it_is_waiting_for():
     spec = [frame("kimi-eagle3", i, accept=2.0, tps=60.0) for i in range(1, 12)]
     busy_base = [frame("kimi-baseline", i, accept=None, tps=150.0, running=2, algorithm=None, cumulative=None,
                        rates=False) for i in range(1, 12)]
-    cache = snapshots.BreakEvenCache()
-    assert cache.explain(link_with(spec), "kimi-eagle3", algos) == (None, "L* (break-even): needs a baseline run here")
-    assert cache.explain(link_with(busy_base, spec), "kimi-eagle3", algos)[1] == \
+    assert snapshots.l_star_of(StepTimes().steps(link_with(spec), algos), "kimi-eagle3") == (None, "L* (break-even): needs a baseline run here")
+    assert snapshots.l_star_of(StepTimes().steps(link_with(busy_base, spec), algos), "kimi-eagle3")[1] == \
         "L* (break-even): waiting for baseline frames at 1 request"
     base = [frame("kimi-baseline", i, accept=None, tps=82.0, algorithm=None, cumulative=None, rates=False)
             for i in range(1, 12)]
     busy_spec = [frame("kimi-eagle3", i, accept=2.0, tps=140.0, running=3) for i in range(1, 12)]
-    assert cache.explain(link_with(base, busy_spec), "kimi-eagle3", algos)[1] == \
+    assert snapshots.l_star_of(StepTimes().steps(link_with(base, busy_spec), algos), "kimi-eagle3")[1] == \
         "L* (break-even): measuring this server at 1 request"

@@ -23,7 +23,7 @@ from spectui.core.errors import HostKeyUnknown
 from spectui.core.profiles import load_profiles
 from spectui.core.session import HostTarget
 from spectui.ui.app import SpectuiApp
-from spectui.ui.benchjob import BenchJob
+from spectui.core.console.benchjob import BenchJob
 from spectui.ui.screens.bench import BenchScreen
 from spectui.ui.screens.confirm import ConfirmScreen
 from spectui.ui.screens.dialogs import HostKeyScreen
@@ -166,7 +166,7 @@ def test_switching_shows_the_stages(console, snap_compare, size, monkeypatch):
         await pilot.press("2")
         await until(pilot, lambda: app.link.switch is not None and app.link.switch.stage == "loading"
                     and (app.link.servers.get("kimi-eagle3") or {}).get("state") == "loading", "the loading stage")
-        app.servers.switch_started = MONOTONIC - 2.6  # the switch began 2.6 s before the frozen clock's now
+        app.host.switches.started = MONOTONIC - 2.6  # the switch began 2.6 s before the frozen clock's now
         await until(pilot, lambda: log_fetched(app), "kimi-eagle3's log")
         app.refresh_now()
         await steady(pilot)

@@ -8,7 +8,7 @@ from spectui.core.profiles import load_profiles
 from spectui.core.session import HostTarget
 from spectui.ui import snapshots
 from spectui.ui.app import SpectuiApp
-from spectui.ui.logbuffer import LogBuffer
+from spectui.core.console.logs import LogBuffer
 from spectui.ui.widgets.logtail import LogTail
 from spectui.ui.widgets.profiles import ProfilesList
 from tests.support.sshd import free_port

@@ -24,7 +24,8 @@
   refused (``server_benchmarked``) unless told to stop it anyway; :meth:`BenchHost.measuring` finds
   those runs the way a start does, and the start re-reads the server's record under the lock, so a
   server being stopped is never benchmarked.
-* ``bench.watch``: ``bench_progress`` events (requests done, live tok/s and accept length, ETA)
+* ``bench.watch``: ``bench_progress`` events (requests done, live tok/s and accept length, ETA, the finished
+  requests' pooled correct-drafts histograms, proposed drafts and verify steps)
   about twice a second while the run goes on and a client is connected.
 * ``bench.engines``: which of ``sglang.benchmark.serving`` / ``sglang.bench_serving`` a Python has.
 """
@@ -41,9 +42,9 @@ import time
 
 from .datasets import DatasetFileError, load_file_prompts
 from .foreign import read_load
-from .runner import FINAL, read_json, write_json
+from .runner import read_json, write_json
 from ..bootstrap import spawn_detached
-from ..protocol import OWN_ORIGINS, AgentError, Method, ServerState
+from ..protocol import BENCH_BUSY, BENCH_FINAL_STATES, OWN_ORIGINS, AgentError, Method, ServerState
 from ..servers.proc_table import cmdline
 from ..servers.process import api_key_in, connect_host, proc_stat
 from ..servers.records import FileLock
@@ -51,9 +52,9 @@ from ..servers.records import FileLock
 RUN_ID_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,80}$")
 RESULTS_MAX_BYTES = 2 * 1024 * 1024
 SGLANG_MODULES = ("sglang.benchmark.serving", "sglang.bench_serving")
-BENCH_BUSY = "bench_busy"
 STARTING_GRACE_S = 60.0  # a run folder without a runner pid counts as starting this long
 SERVER_BUSY = "server_busy"
+NAMED_LOOK_S = 10.0      # how long a benchmark of a named server not yet seen waits for the records to be free
 IDLE_LOOKS = 3          # --require-idle: a server is busy only when every look sees foreign requests ...
 IDLE_LOOK_EVERY_S = 1.0  # ... this far apart
 LOCAL_HOSTS = ("", "0.0.0.0", "::", "127.0.0.1", "::1", "localhost")
@@ -104,7 +105,7 @@ class BenchHost(object):
                 st = read_json(os.path.join(d, "status.json"), {}) or {}
             else:
                 return self._with_overlaps(st, d)
-        if st.get("state") not in FINAL:
+        if st.get("state") not in BENCH_FINAL_STATES:
             pid = st.get("pid")
             ps = proc_stat(pid) if pid else None
             gone = ps is None or ps[0] in ("Z", "X") or (
@@ -112,7 +113,7 @@ class BenchHost(object):
             if gone:
                 self._reap()
                 st = read_json(os.path.join(d, "status.json"), st)  # it may have finished meanwhile
-                if st.get("state") not in FINAL:
+                if st.get("state") not in BENCH_FINAL_STATES:
                     st["state"] = "interrupted"
                     st["reason"] = "the benchmark process ended before the run finished (killed, or the host restarted)"
                     st["ended_at"] = st.get("ended_at") or time.time()
@@ -176,7 +177,7 @@ class BenchHost(object):
             if name in self._ended or not RUN_ID_RE.match(name) or not os.path.isdir(d):
                 continue
             st = self.status(name, d)
-            if st.get("state") in FINAL:
+            if st.get("state") in BENCH_FINAL_STATES:
                 self._ended.add(name)
                 continue
             target = self._target(d)
@@ -293,16 +294,29 @@ class BenchHost(object):
         return {"run_id": run_id, "pid": proc.pid, "dir": d, "server": dict(server, argv=server.get("argv")),
                 "engine": engine, "sglang_argv": (spec.get("sglang") or {}).get("argv"), "overlapped_with": others}
 
+    def _named(self, name):
+        """The record of server ``name`` as the host's servers are known now, or None."""
+        rec = None
+        for r in self.agent.servers.list({})["servers"]:
+            if r["name"] == name:
+                rec = r
+        return rec
+
     def _server(self, params):
         """The server to benchmark: a named one this host runs, or an explicit port."""
         name = params.get("server")
         if name:
-            rec = None
-            for r in self.agent.servers.list({})["servers"]:
-                if r["name"] == name:
-                    rec = r
+            rec = self._named(name)
+            looked = True
             if rec is None:
-                raise AgentError("unknown_server", "no server named %s on this host" % name)
+                # a fresh agent's first look for servers started outside spectui is skipped while another agent
+                # holds the records (its start or stop): a server named here is looked for once they are free
+                looked = self.agent.servers.discover(within_s=NAMED_LOOK_S)
+                rec = self._named(name) if looked else None
+            if rec is None:
+                raise AgentError("unknown_server", "no server named %s on this host" % name + (
+                    "" if looked else " that spectui knows of: another spectui start or stop held the host's "
+                    "records for %d s, so servers started outside spectui were not looked for; try again" % NAMED_LOOK_S))
             if rec.get("state") != ServerState.READY and rec.get("origin") in OWN_ORIGINS:
                 rec = dict(rec, **(self.agent.servers.caught_up(name) or {}))
             if rec.get("state") != ServerState.READY:
@@ -395,7 +409,7 @@ class BenchHost(object):
                     pass
         new_offset = offset + cut
         size = os.path.getsize(path) if os.path.exists(path) else 0
-        complete = st.get("state") in FINAL and new_offset >= size
+        complete = st.get("state") in BENCH_FINAL_STATES and new_offset >= size
         out = {"run_id": run_id, "status": st, "records": records, "offset": new_offset, "complete": complete,
                "summary": None, "spec": None}
         if complete:
@@ -416,7 +430,7 @@ class BenchHost(object):
         run_id = params["run_id"]
         d = self.run_dir(run_id)
         st = self.status(run_id, d)
-        if st.get("state") in FINAL:
+        if st.get("state") in BENCH_FINAL_STATES:
             return dict(st, already_finished=True)
         if params.get("reason"):
             write_json(os.path.join(d, "cancel.json"), {"reason": str(params["reason"])})
@@ -430,7 +444,7 @@ class BenchHost(object):
         deadline = time.monotonic() + float(params.get("wait_s") or 15.0)
         while time.monotonic() < deadline:
             st = self.status(run_id, d)
-            if st.get("state") in FINAL:
+            if st.get("state") in BENCH_FINAL_STATES:
                 return st
             time.sleep(0.1)
         ps = proc_stat(pid) if pid else None
@@ -593,6 +607,29 @@ def engines(python):
     return result
 
 
+def pool_positions(pooled, spec):
+    """``pooled`` (``None`` or an earlier result) with one finished request's ``spec`` figures added: its
+    correct-drafts histogram index by index (histograms differ in length: each is as long as the most
+    correct drafts one of its verify steps had), its proposed drafts and verify steps, and its width
+    (proposed drafts / verify steps) among ``widths``. The figures a ``bench_progress`` event carries as
+    ``positions``; the client turns them into P(accept) by position. A histogram that is not a list of
+    counts is left out."""
+    try:
+        counts = [int(n) for n in spec["histogram"]]
+        proposed, verify = int(spec.get("proposed_drafts") or 0), int(spec.get("verify_ct") or 0)
+    except (TypeError, ValueError):
+        return pooled
+    out = pooled or {"histogram": [], "proposed_drafts": 0, "verify_ct": 0, "requests": 0, "widths": []}
+    hist = out["histogram"] + [0] * (len(counts) - len(out["histogram"]))
+    for i, n in enumerate(counts):
+        hist[i] += n
+    widths = set(out["widths"])
+    if proposed and verify:
+        widths.add(proposed // verify)
+    return {"histogram": hist, "proposed_drafts": out["proposed_drafts"] + proposed,
+            "verify_ct": out["verify_ct"] + verify, "requests": out["requests"] + 1, "widths": sorted(widths)}
+
+
 class Watcher(object):
     """Emits ``bench_progress`` for one run until it ends or the client goes away."""
 
@@ -607,6 +644,7 @@ class Watcher(object):
         self.tokens = 0
         self.spec_tokens = 0
         self.verify = 0
+        self.positions = None  # the pooled spec figures of the ok requests with a histogram (pool_positions)
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._run, name="bench-watch-%s" % run_id)
         self._thread.daemon = True
@@ -646,13 +684,15 @@ class Watcher(object):
             if sp and sp.get("verify_ct"):
                 self.verify += sp["verify_ct"]
                 self.spec_tokens += rec.get("output_tokens") or 0
+            if sp and sp.get("histogram"):
+                self.positions = pool_positions(self.positions, sp)
 
     def progress(self):
         st = self.host.status(self.run_id, self.dir)
         self._read()
         now = time.time()
         started = st.get("measure_started_at")
-        elapsed = (now if st.get("state") not in FINAL else (st.get("ended_at") or now)) - started if started else None
+        elapsed = (now if st.get("state") not in BENCH_FINAL_STATES else (st.get("ended_at") or now)) - started if started else None
         total = st.get("total") or 0
         streamed = max(st.get("tokens_streamed") or 0, self.tokens)
         expected = total * (st.get("output_len") or 0)
@@ -670,6 +710,7 @@ class Watcher(object):
             "tok_s": round(streamed / elapsed, 2) if elapsed and elapsed > 0 else None,
             "accept_length": round(float(self.spec_tokens) / self.verify, 4) if self.verify else None,
             "eta_s": round(eta, 1) if eta is not None else None,
+            "positions": self.positions,
         }
 
     def _run(self):
@@ -682,7 +723,7 @@ class Watcher(object):
                 return
             if not channel.event("bench_progress", data):
                 return
-            if data["state"] in FINAL or self._stop.wait(self.interval_s):
+            if data["state"] in BENCH_FINAL_STATES or self._stop.wait(self.interval_s):
                 return
 
 

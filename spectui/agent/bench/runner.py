@@ -48,10 +48,11 @@ from collections import deque
 from .datasets import DatasetFileError, load_file_prompts, prompts_sha256
 from .foreign import foreign_load, server_load
 from ..bootstrap import exit_now
+from ..protocol import BENCH_FINAL_STATES
 from ..servers.metrics import MetricsUnavailable, parse_metrics
 from .sse import sse_data
+from ..servers.spec_settings import SERVER_INFO_KEYS
 
-FINAL = ("done", "failed", "interrupted")
 FLUSH_RETRY_S = 30.0
 FLUSH_FOREIGN_S = 3.0  # a flush refused this long while the server serves others' requests is given up
 HTTP_TIMEOUT_S = 10.0
@@ -225,9 +226,7 @@ class Runner(object):
             states = info.get("internal_states") or []
             cum = [s.get("avg_spec_accept_length") for s in states
                    if isinstance(s, dict) and s.get("avg_spec_accept_length") is not None]
-            keys = ("version", "speculative_algorithm", "speculative_num_steps", "speculative_eagle_topk",
-                    "speculative_num_draft_tokens", "speculative_draft_model_path", "tp_size", "model_path",
-                    "dp_size")
+            keys = ("version",) + SERVER_INFO_KEYS + ("tp_size", "model_path", "dp_size")
             out = dict((k, info.get(k)) for k in keys)
             out["path"] = path
             out["avg_spec_accept_length"] = (sum(cum) / len(cum)) if cum else None
@@ -511,7 +510,7 @@ class Runner(object):
             self._out.close()
         # the summary is written before the status says the run ended: a reader that sees the end finds it whole
         end = {}
-        if self.status["state"] not in FINAL:
+        if self.status["state"] not in BENCH_FINAL_STATES:
             end = {"state": "interrupted", "reason": self.stop_reason} if self.stop.is_set() else {"state": "done"}
         summary["state"] = end.get("state", self.status["state"])
         summary["reason"] = end.get("reason", self.status["reason"])

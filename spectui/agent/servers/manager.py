@@ -69,6 +69,7 @@ READY_TIMEOUT_S = 1800.0
 SCAN_EVERY_S = 1.0
 MONITOR_TICK_S = 0.25  # the monitor's look at every watch; sooner when a health check has answered
 PLANNED_KEPT = 4096  # the processes whose planned identity is kept (those gone go first)
+FIRST_DISCOVER_S = 2.0  # how long an agent's first listing waits for the records to look for external servers
 FIRST_LOOK_S = 0.25  # how long an agent's first listing waits for the health checks it began to answer
 VIEW_KEYS = ("name", "state", "pid", "pgid", "host", "port", "gpus", "profile_hash", "argv", "env_keys",
              "started_at", "ready_at", "ended_at", "progress", "reason", "exit_status", "log_path", "profile",
@@ -227,12 +228,20 @@ class ServerManager(object):
                 self.mirrors[r["name"]] = m
         return r.get("log_path")
 
-    def discover(self, wait=False):
-        """One round of finding external servers, under the records lock (skipped when busy, unless ``wait``).
-        It reads /proc and never waits on a server; the manager's lock is taken only to change its entries."""
-        with (self.store.lock() if wait else self.store.attempt()) as held:
-            if held:
-                self.external.discover(self.store.read_all(), self._lock)
+    def discover(self, wait=False, within_s=0.0):
+        """One round of finding external servers, under the records lock (skipped when busy, unless ``wait``;
+        with ``within_s``, tried again until the records are free or that many seconds have passed). It reads
+        /proc and never waits on a server; the manager's lock is taken only to change its entries. True when
+        the round ran."""
+        deadline = time.monotonic() + within_s
+        while True:
+            with (self.store.lock() if wait else self.store.attempt()) as held:
+                if held:
+                    self.external.discover(self.store.read_all(), self._lock)
+                    return True
+            if time.monotonic() >= deadline:
+                return False
+            time.sleep(0.05)
 
     def _scan(self):
         """The monitor's look at the records folder: watch the servers another agent started, settle
@@ -404,7 +413,9 @@ class ServerManager(object):
                         self._adopt_one(r, emit=True)
         if self.external.discovered_at is None:
             first = True
-            self.discover()
+            # a round of the monitor (this agent's or another's) holds the records a moment: wait that out, not a
+            # start or stop, so that the first listing does not leave out the servers started outside spectui
+            self.discover(within_s=FIRST_DISCOVER_S)
         if first:
             self._first_answers(FIRST_LOOK_S)
         records = self.store.read_all()
@@ -414,6 +425,12 @@ class ServerManager(object):
             out = []
             for r in records:
                 w = watched.get(r["name"])
+                if w is not None and _lags_saved_ready(w.record, r):
+                    # another agent saw it ready (its own health check), and this one's first answer is still
+                    # to come on a busy host: the record's state, said as such, not a contradiction of that switch
+                    out.append(dict(view(r), stale="ready as the agent that started it saw it; not yet confirmed by "
+                                                   "this one's own health check (%s)" % (w.stale() or "asked")))
+                    continue
                 out.append(dict(view(w.record if w is not None else r), stale=w.stale() if w is not None else None))
             out += [dict(view(e.record), stale=e.watch.stale()) for e in self.external.entries.values()]
         return {"servers": out, "ignored": sorted(set(self.store.ignored.values()))}
@@ -423,9 +440,8 @@ class ServerManager(object):
         (the same process), so that a listing right after another console's switch shows what that one saw."""
         def lagging():
             with self._lock:
-                return [r["name"] for r in records if r.get("state") == ServerState.READY
-                        and r["name"] in self.watches and self.watches[r["name"]].record.get("pid") == r.get("pid")
-                        and self.watches[r["name"]].record.get("state") in (ServerState.STARTING, ServerState.LOADING)]
+                return [r["name"] for r in records
+                        if r["name"] in self.watches and _lags_saved_ready(self.watches[r["name"]].record, r)]
         end = time.monotonic() + within_s
         while lagging() and time.monotonic() < end:
             self._wake.set()
@@ -603,13 +619,7 @@ class ServerManager(object):
         states = params.get("states") or list(SERVING_STATES + FINAL_STATES)
         deadline = time.monotonic() + float(params.get("timeout_s") or READY_TIMEOUT_S)
         while True:
-            with self._lock:
-                w = self.watches.get(name)
-            if w is not None:
-                with w.lock:  # as a whole step of the monitor left it: a state it changed is marked unsaved too
-                    r = dict(w.record)
-            else:
-                r = self.store.read(name)
+            r = self._stepped(name)
             if r is None:
                 raise AgentError("unknown_server", "no server named %s on this host" % name)
             if r.get("state") in states:
@@ -618,6 +628,16 @@ class ServerManager(object):
             if time.monotonic() >= deadline:
                 return dict(view(r), timed_out=True)
             time.sleep(0.1)
+
+    def _stepped(self, name):
+        """A copy of server ``name``'s record as a whole step of the monitor left it (a state that step changed is
+        marked unsaved too): its watch's, else its record file's; None when there is neither."""
+        with self._lock:
+            w = self.watches.get(name)
+        if w is None:
+            return self.store.read(name)
+        with w.lock:
+            return dict(w.record)
 
     def _saved_before_answer(self, name, within_s=15.0):
         """A state this agent answers with is on disk too, so that an agent started after this one ends (a
@@ -984,6 +1004,8 @@ class ServerManager(object):
                 state = "timeout"
                 break
             time.sleep(0.1)
+        r = self._stepped(name) or r
+        self._saved_before_answer(name)  # the answer's state is on disk for the agent a next command starts
         stage(state, r.get("reason"), time.monotonic() - t)
         if state == ServerState.STOPPED:  # this switch stops nothing after its start: another one did
             self._refuse_lost(name, port, gpus, began, "was stopped before it was ready", always=True,
@@ -1097,3 +1119,10 @@ class ServerManager(object):
             # whole lines only; one past the cap comes cut, and the offset moves past it
             text, after = read_lines_at(fh, 0 if reset else offset, 1024 * 1024)
         return {"lines": text, "offset": after, "reset": reset}
+
+
+def _lags_saved_ready(watched, saved):
+    """Whether this agent's watch of a server (``watched``) still says starting or loading the same process that
+    another agent saved ready (``saved``)."""
+    return (saved.get("state") == ServerState.READY and watched.get("pid") == saved.get("pid")
+            and watched.get("state") in (ServerState.STARTING, ServerState.LOADING))

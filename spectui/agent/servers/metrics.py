@@ -12,6 +12,9 @@ prefix, each folded over its label sets:
 * counters (``generation_tokens_total``, ``spec_verify_calls_total``, ...; keyed by the
   sample name, which keeps ``_total`` where the parser strips it from the family name):
   the sum over all label sets (``is_streaming``, ``priority``, ranks, ...);
+* the step counters (:data:`STEP_FAMILIES`) are also kept per label set (``step_series``: the
+  ``category`` or ``mode`` label and the ranks; the model's path left out), at most
+  :data:`STEP_SERIES_MAX` label sets per family in a frame (:meth:`MetricsSnapshot.step_pairs`);
 * histograms (``time_to_first_token_seconds``, ...): bucket counts, ``_count`` and
   ``_sum`` summed per bucket bound over all label sets. A label set without its ``_count``
   line counts its ``+Inf`` bucket (the same number in a complete text); one without its
@@ -52,7 +55,7 @@ from __future__ import annotations
 import math
 import time as _time
 from collections import deque
-from typing import Any, Deque, Dict, Iterable, List, Optional, Tuple
+from typing import Any, Deque, Dict, FrozenSet, Iterable, List, Optional, Tuple
 
 __all__ = [
     "GAUGES",
@@ -62,6 +65,8 @@ __all__ = [
     "MetricsSnapshot",
     "MetricsUnavailable",
     "MetricsWindow",
+    "STEP_FAMILIES",
+    "STEP_SERIES_MAX",
     "WindowStats",
     "combine_gauge",
     "counter_increase",
@@ -96,6 +101,19 @@ COUNTERS = (
     "spec_verify_calls_total",
     "num_requests_total",
 )
+# Counters kept per label set as well (``step_series``): the device timer's seconds per forward category and the
+# forward passes per mode, from which the client computes step costs (sglang 0.5.23 wheel,
+# sglang/srt/observability/metrics_collector.py:737-741, :1054-1068). Names without the prefix, as
+# spectui.core.stepcost.STEP_FAMILIES.
+STEP_FAMILIES = (
+    "forward_execution_seconds_total",
+    "cuda_graph_passes_total",
+    "scheduler_idle_seconds_total",
+)
+# At most this many label sets per step family reach a frame (the first in label order, the same every read).
+STEP_SERIES_MAX = 64
+# Labels left out of ``step_series``: the same on every series of one server (the model's path, which is long).
+_STEP_LABELS_DROPPED = ("model_name",)
 HISTOGRAMS = (
     "time_to_first_token_seconds",
     "inter_token_latency_seconds",
@@ -186,7 +204,7 @@ class Histogram:
 class MetricsSnapshot:
     """One read of /metrics. ``taken_at`` is the caller's clock (monotonic seconds)."""
 
-    __slots__ = ("taken_at", "gauges", "counters", "histograms", "gauge_series", "dp_ranks")
+    __slots__ = ("taken_at", "gauges", "counters", "histograms", "gauge_series", "dp_ranks", "step_series")
 
     def __init__(
         self,
@@ -196,6 +214,7 @@ class MetricsSnapshot:
         histograms: Dict[str, Histogram],
         gauge_series: Dict[str, List[Tuple[Dict[str, str], float]]],
         dp_ranks: Optional[List[str]] = None,
+        step_series: Optional[Dict[str, Dict[Tuple[Tuple[str, str], ...], float]]] = None,
     ) -> None:
         self.taken_at = taken_at
         self.gauges = gauges
@@ -203,6 +222,15 @@ class MetricsSnapshot:
         self.histograms = histograms
         self.gauge_series = gauge_series
         self.dp_ranks = dp_ranks or []
+        # family (:data:`STEP_FAMILIES`) -> sorted label pairs -> value, for the families the text has
+        self.step_series = step_series or {}
+
+    def step_pairs(self) -> Dict[str, List[List[Any]]]:
+        """``{family: [[{label: value}, number], ...]}`` (the frame's ``step_series``, the JSON form
+        ``spectui.core.stepcost.series_from_pairs`` reads): at most :data:`STEP_SERIES_MAX` label sets per
+        family, the first in label order, so every read keeps the same ones."""
+        return {family: [[dict(key), by[key]] for key in sorted(by)[:STEP_SERIES_MAX]]
+                for family, by in self.step_series.items() if by}
 
     def to_dict(self) -> Dict[str, Any]:
         """JSON-ready: gauges and counters as numbers, histograms as bucket lists
@@ -280,6 +308,7 @@ class _Reading(object):
     def __init__(self) -> None:
         self.gauge_series: Dict[str, List[Tuple[Dict[str, str], float]]] = {}
         self.counters: Dict[str, float] = {}
+        self.step_series: Dict[str, Dict[Tuple[Tuple[str, str], ...], float]] = {}
         # histogram -> label set (without ``le``) -> {"buckets": {le: count}, "count": .., "sum": ..}
         self.hist_parts: Dict[str, Dict[Tuple[Tuple[str, str], ...], Dict[str, Any]]] = {}
 
@@ -289,6 +318,10 @@ class _Reading(object):
 
     def counter(self, key: str, labels: Dict[str, str], value: float) -> None:
         self.counters[key] = self.counters.get(key, 0.0) + value
+        if key in STEP_FAMILIES:
+            series = self.step_series.setdefault(key, {})
+            lkey = tuple(sorted((k, v) for k, v in labels.items() if k not in _STEP_LABELS_DROPPED))
+            series[lkey] = series.get(lkey, 0.0) + value
         mode = labels.get("mode")
         if mode is not None:  # realtime_tokens_total{mode="decode"}: also per mode
             mkey = mode_key(key, mode)
@@ -393,7 +426,8 @@ def parse_metrics(text: str, taken_at: Optional[float] = None, prefix: str = PRE
     gauges = {name: combine_gauge(name, series) for name, series in gauge_series.items() if series}
     dp_ranks = sorted(set(labels["dp_rank"] for series in gauge_series.values() for labels, _ in series
                           if "dp_rank" in labels), key=lambda r: (len(r), r))
-    return MetricsSnapshot(taken_at, gauges, reading.counters, reading.histograms(), gauge_series, dp_ranks)
+    return MetricsSnapshot(taken_at, gauges, reading.counters, reading.histograms(), gauge_series, dp_ranks,
+                           reading.step_series)
 
 
 # ---------------------------------------------------------------------------
@@ -434,21 +468,23 @@ def histogram_increase(prev: Optional[Histogram], cur: Optional[Histogram]) -> T
         return None, False
     if prev is None:
         return Histogram(list(cur.buckets), cur.count, cur.sum), False
-    prev_bounds = [le for le, _ in prev.buckets]
-    cur_bounds = [le for le, _ in cur.buckets]
-    count = _minus(cur.count, prev.count)
-    if prev_bounds != cur_bounds or (count is not None and count < 0) or any(
-        c < p for (_, c), (_, p) in zip(cur.buckets, prev.buckets)
-    ):
+    if _histogram_reset(prev, cur):
         return Histogram(list(cur.buckets), cur.count, cur.sum), True
     return (
         Histogram(
             [(le, c - p) for (le, c), (_, p) in zip(cur.buckets, prev.buckets)],
-            count,
+            _minus(cur.count, prev.count),
             _minus(cur.sum, prev.sum),
         ),
         False,
     )
+
+
+def _histogram_reset(prev: Histogram, cur: Histogram) -> bool:
+    """Whether ``cur`` is a reset of ``prev``: its bucket bounds changed, or a count went down."""
+    count = _minus(cur.count, prev.count)
+    return ([le for le, _ in prev.buckets] != [le for le, _ in cur.buckets] or (count is not None and count < 0)
+            or any(c < p for (_, c), (_, p) in zip(cur.buckets, prev.buckets)))
 
 
 def _add_histograms(a: Optional[Histogram], b: Histogram) -> Histogram:
@@ -574,19 +610,68 @@ class WindowStats:
         return "WindowStats(%s)" % ", ".join("%s=%r" % item for item in self.to_dict().items())
 
 
-def _pairs_increase(snapshots: List[MetricsSnapshot]) -> Tuple[Dict[str, Optional[float]], Dict[str, Optional[Histogram]], List[str]]:
+_Step = Tuple[FrozenSet[str], FrozenSet[str]]
+_REGULAR: _Step = (frozenset(), frozenset())
+
+
+def _odd_step(prev: MetricsSnapshot, cur: MetricsSnapshot) -> _Step:
+    """The counters and histograms whose step from ``prev`` to ``cur`` does not telescope: one
+    that only one of the two reads has, a reset (see :func:`counter_increase` and
+    :func:`histogram_increase`), or a histogram whose ``_count`` or ``_sum`` is missing from
+    one read only. Over steps where a metric is none of these, the sum of its step increases
+    is the increase from the window's first read to its last."""
+    pc, cc = prev.counters, cur.counters
+    odd_c = set(pc.keys() ^ cc.keys())
+    for name, value in cc.items():
+        before = pc.get(name)
+        if before is not None and value < before:
+            odd_c.add(name)
+    ph, ch = prev.histograms, cur.histograms
+    odd_h = set(ph.keys() ^ ch.keys())
+    for name, hist in ch.items():
+        before_h = ph.get(name)
+        if before_h is None:
+            continue
+        if ((before_h.count is None) != (hist.count is None) or (before_h.sum is None) != (hist.sum is None)
+                or _histogram_reset(before_h, hist)):
+            odd_h.add(name)
+    if not odd_c and not odd_h:
+        return _REGULAR
+    return frozenset(odd_c), frozenset(odd_h)
+
+
+def _pairs_increase(snapshots: List[MetricsSnapshot], steps: Optional[List[_Step]] = None,
+                    ) -> Tuple[Dict[str, Optional[float]], Dict[str, Optional[Histogram]], List[str]]:
     """Counter and histogram increases over consecutive snapshots, resets handled step
-    by step (so a reset in the middle of a window loses nothing but that step's start)."""
+    by step (so a reset in the middle of a window loses nothing but that step's start).
+
+    ``steps[i]`` is :func:`_odd_step` of snapshots ``i`` and ``i + 1`` (computed here when not
+    given: a :class:`MetricsWindow` keeps them, one per snapshot it adds). A metric that is
+    regular in every step increases by its last read less its first; the others are summed
+    step by step."""
+    if steps is None:
+        steps = [_odd_step(a, b) for a, b in zip(snapshots, snapshots[1:])]
+    odd_c: Any = set()
+    odd_h: Any = set()
+    for step_c, step_h in steps:
+        odd_c.update(step_c)
+        odd_h.update(step_h)
+    first, last = snapshots[0], snapshots[-1]
     counters: Dict[str, Optional[float]] = {}
     histograms: Dict[str, Optional[Histogram]] = {}
+    for name in sorted(set(COUNTERS).union(first.counters, last.counters) - odd_c):
+        counters[name] = counter_increase(first.counters.get(name), last.counters.get(name))[0]
+    for name in sorted(set(HISTOGRAMS).union(first.histograms, last.histograms) - odd_h):
+        histograms[name] = histogram_increase(first.histograms.get(name), last.histograms.get(name))[0]
+    resets = _sum_steps(snapshots, sorted(odd_c), sorted(odd_h), counters, histograms) if odd_c or odd_h else []
+    return counters, histograms, resets
+
+
+def _sum_steps(snapshots: List[MetricsSnapshot], names: List[str], hnames: List[str],
+               counters: Dict[str, Optional[float]], histograms: Dict[str, Optional[Histogram]]) -> List[str]:
+    """Sum the step increases of ``names`` (counters) and ``hnames`` (histograms) into ``counters`` and
+    ``histograms``; the names that reset, in the order they did."""
     resets: List[str] = []
-    names: Any = set(COUNTERS)
-    hnames: Any = set(HISTOGRAMS)
-    for snap in snapshots:
-        names.update(snap.counters)
-        hnames.update(snap.histograms)
-    names = sorted(names)
-    hnames = sorted(hnames)
     for prev, cur in zip(snapshots, snapshots[1:]):
         for name in names:
             inc, reset = counter_increase(prev.counters.get(name), cur.counters.get(name))
@@ -604,13 +689,16 @@ def _pairs_increase(snapshots: List[MetricsSnapshot]) -> Tuple[Dict[str, Optiona
                 histograms[name] = _add_histograms(histograms.get(name), hinc)
             else:
                 histograms.setdefault(name, None)
-    return counters, histograms, resets
+    return resets
 
 
 def window_stats(prev: MetricsSnapshot, cur: MetricsSnapshot, *more: MetricsSnapshot) -> WindowStats:
     """Stats over the snapshots given, oldest first (two or more)."""
-    snapshots = [prev, cur] + list(more)
-    counters, histograms, resets = _pairs_increase(snapshots)
+    return _window_stats([prev, cur] + list(more))
+
+
+def _window_stats(snapshots: List[MetricsSnapshot], steps: Optional[List[_Step]] = None) -> WindowStats:
+    counters, histograms, resets = _pairs_increase(snapshots, steps)
     elapsed = snapshots[-1].taken_at - snapshots[0].taken_at
     gen = counters.get("generation_tokens_total")
     decode = counters.get(mode_key("realtime_tokens_total", "decode"))
@@ -656,24 +744,28 @@ class MetricsWindow:
     def __init__(self, span_s: Optional[float] = None) -> None:
         self.span_s = span_s
         self._snapshots: Deque[MetricsSnapshot] = deque()
+        # _steps[i]: what does not telescope from snapshot i - 1 to snapshot i (_steps[0] unused)
+        self._steps: Deque[_Step] = deque()
 
     @property
     def latest(self) -> Optional[MetricsSnapshot]:
         return self._snapshots[-1] if self._snapshots else None
 
+    def add(self, snapshot: MetricsSnapshot) -> None:
+        """Add a snapshot, dropping those older than the span (at least the previous one stays)."""
+        snaps = self._snapshots
+        self._steps.append(_odd_step(snaps[-1], snapshot) if snaps else _REGULAR)
+        snaps.append(snapshot)
+        while len(snaps) > 2 and (self.span_s is None or snapshot.taken_at - snaps[0].taken_at > self.span_s):
+            snaps.popleft()
+            self._steps.popleft()
+
     def update(self, snapshot: MetricsSnapshot) -> Optional[WindowStats]:
         """Add a snapshot; the stats over the window ending at it (``None`` for the first)."""
-        snaps = self._snapshots
-        snaps.append(snapshot)
-        if self.span_s is None:
-            while len(snaps) > 2:
-                snaps.popleft()
-        else:
-            while len(snaps) > 2 and snapshot.taken_at - snaps[0].taken_at > self.span_s:
-                snaps.popleft()
-        if len(snaps) < 2:
+        self.add(snapshot)
+        if len(self._snapshots) < 2:
             return None
-        return window_stats(*snaps)
+        return _window_stats(list(self._snapshots), list(self._steps)[1:])
 
     @property
     def snapshots(self) -> List[MetricsSnapshot]:
@@ -686,17 +778,17 @@ class MetricsWindow:
         if len(snaps) < 2:
             return None
         end = snaps[-1].taken_at
-        chosen = [s for s in snaps if end - s.taken_at <= span_s + 1e-6]
+        chosen = [i for i, s in enumerate(snaps) if end - s.taken_at <= span_s + 1e-6]
         if len(chosen) < 2:
-            chosen = [snaps[-2], snaps[-1]]
-        return window_stats(*chosen)
-
-    def update_text(self, text: str, taken_at: Optional[float] = None) -> Optional[WindowStats]:
-        """Parse /metrics text and :meth:`update` with it."""
-        return self.update(parse_metrics(text, taken_at))
+            chosen = [len(snaps) - 2, len(snaps) - 1]
+        if chosen != list(range(chosen[0], len(snaps))):  # a clock that went back: compare what was chosen
+            return window_stats(*(snaps[i] for i in chosen))
+        steps = list(self._steps)
+        return _window_stats([snaps[i] for i in chosen], steps[chosen[0] + 1:])
 
     def reset(self) -> None:
         self._snapshots.clear()
+        self._steps.clear()
 
 
 def snapshots_from(texts: Iterable[Tuple[float, str]]) -> List[MetricsSnapshot]:

@@ -26,9 +26,12 @@ from ..logs.follow import LogStream
 from ..threads import name_this_thread
 from .metrics import MetricsUnavailable, MetricsWindow, histogram_mean, parse_metrics, quantile_bound
 from .proc_table import cmdline
+from .spec_settings import NUM_STEPS, launch_settings
 from .process import api_key_in, server_url
 from .releases import FORMULA_INCL_BONUS, FORMULAS, accept_rate_formula, old_formula_width, rate_from_length
-from ..protocol import OWN_ORIGINS, SERVING_STATES, AgentError, Method, ServerState, telemetry_interval
+from .width import WidthChanges, width_now
+from ..protocol import (INFO_PATHS, METRICS_PATH, OWN_ORIGINS, SERVING_STATES, AgentError, Method, ServerState,
+                        telemetry_interval)
 
 
 HTTP_DEADLINE_S = 2.0  # for the whole answer, not each byte: a server that drips is cut here
@@ -45,22 +48,17 @@ NO_SPECULATION = {"algorithm": None, "num_steps": None, "topk": None, "draft_tok
 
 
 def speculative_settings(info, gauges):
-    """The speculative settings a frame shows: none at all when the algorithm is none.
-
-    ``/server_info`` carries every server argument, the speculative ones with their defaults
-    even when nothing speculates (``speculative_algorithm`` None with ``speculative_num_steps``
-    5, ``speculative_num_draft_tokens`` 64, ``speculative_eagle_topk`` 8: sglang 0.4.3,
-    sglang/srt/server_args.py:125-128). The live draft width
-    (``sglang:spec_num_draft_tokens``, which adaptive speculation changes) comes before the
-    launch value."""
-    algorithm = info.get("speculative_algorithm")
-    if algorithm is None or str(algorithm).strip().upper() in ("", "NONE"):
+    """The speculative settings a frame shows: none at all when nothing speculates
+    (:func:`~spec_settings.launch_settings`). The live draft width (``sglang:spec_num_draft_tokens``,
+    which adaptive speculation changes) comes before the launch value."""
+    launch = launch_settings(info)
+    if launch is None:
         return dict(NO_SPECULATION)
-    draft_tokens = gauges.get("spec_num_draft_tokens") or info.get("speculative_num_draft_tokens")
+    draft_tokens = gauges.get("spec_num_draft_tokens") or launch["draft_tokens"]
     if isinstance(draft_tokens, float) and draft_tokens.is_integer():
         draft_tokens = int(draft_tokens)
-    out = {"algorithm": algorithm, "num_steps": info.get("speculative_num_steps"),
-           "topk": info.get("speculative_eagle_topk"), "draft_tokens": draft_tokens}
+    out = {"algorithm": launch["algorithm"], "num_steps": launch["num_steps"], "topk": launch["topk"],
+           "draft_tokens": draft_tokens}
     adaptive = active_width(info, gauges)
     if adaptive is not None:
         out["adaptive"] = adaptive
@@ -84,7 +82,14 @@ def active_width(info, gauges):
     if steps is None or (not steps and not tokens):
         return None
     return {"steps": int(steps), "draft_tokens": int(tokens) if tokens else None, "source": "metrics-gauge",
-            "launch_steps": info.get("speculative_num_steps")}
+            "launch_steps": info.get(NUM_STEPS)}
+
+
+def _step_series(snap):
+    """``{"step_series": ...}``: the labelled step counters of ``snap`` for step costs, or ``{}`` when the server
+    publishes none of them (or /metrics was not read)."""
+    steps = snap.step_pairs() if snap is not None else None
+    return {"step_series": steps} if steps else {}
 
 
 class ServerTelemetry(object):
@@ -105,10 +110,12 @@ class ServerTelemetry(object):
         self.info_path = None
         self.seq = 0
         self.read_at = None
+        self.read_s = None
         self.last_decode = None
         self.last_decode_at = None
         self.log_gap = None
         self.changes = lf.Changes()
+        self.widths = WidthChanges()
         self.hold_tput = lf.Holder()
         self.hold_stream = lf.Holder()
         self.hold_accept = lf.Holder()
@@ -126,7 +133,7 @@ class ServerTelemetry(object):
         if self.info_at is not None and now - self.info_at < SERVER_INFO_EVERY_S:
             return self.info
         self.info_at = now
-        paths = [self.info_path] if self.info_path else ["/server_info", "/get_server_info"]
+        paths = [self.info_path] if self.info_path else list(INFO_PATHS)
         for path in paths:
             try:
                 self.info = json.loads(_get(self.base + path, SERVER_INFO_MAX_BYTES, *self._auth()).decode("utf-8"))
@@ -147,8 +154,9 @@ class ServerTelemetry(object):
 
     def _metrics(self):
         """The newest snapshot (added to the window), or ``None``."""
+        began = time.time()
         try:
-            text = _get(self.base + "/metrics", METRICS_MAX_BYTES).decode("utf-8", "replace")
+            text = _get(self.base + METRICS_PATH, METRICS_MAX_BYTES).decode("utf-8", "replace")
         except HttpStatus as exc:
             self.sources["metrics"] = "HTTP %d (is --enable-metrics set?)" % exc.code
             return None
@@ -166,7 +174,8 @@ class ServerTelemetry(object):
             return None
         self.sources["metrics"] = "ok"
         self.read_at = read_at
-        self.window.update(snap)
+        self.read_s = read_at - began  # the server rendered the text somewhere in the read's span
+        self.window.add(snap)
         return snap
 
     def _decode_records(self):
@@ -244,7 +253,7 @@ class ServerTelemetry(object):
                 if verify_total is not None else None
             accept = lf.accept_length(now, long_ws, verify_age, gauges, log_rec, log_age, self.changes, busy,
                                       self.hold_accept, dp_ranks)
-            rates = self._rates(accept, draft_tokens, version, log_rec, log_age, info.get("speculative_num_steps"))
+            rates = self._rates(accept, draft_tokens, version, log_rec, log_age, info.get(NUM_STEPS))
 
         cumulative = None
         cum = lf.mean_states(info, "avg_spec_accept_length")
@@ -252,6 +261,9 @@ class ServerTelemetry(object):
             cumulative = {"value": round(cum, 4), "source": "server_info", "cumulative": True}
             if len(lf.state_values(info, "avg_spec_accept_length")) > 1:
                 cumulative["ranks"] = len(lf.state_values(info, "avg_spec_accept_length"))
+            finished = snap.counters.get("num_requests_total") if snap is not None else None
+            if finished is not None:  # how many requests the figure covers: the console shows it after enough
+                cumulative["requests"] = int(finished)
 
         queued = load("num_queue_reqs", "queue_req")
         spectui_in_flight = foreign = None
@@ -260,9 +272,11 @@ class ServerTelemetry(object):
             if "num_running_reqs" in gauges:
                 foreign = max(0, int(running or 0) + int(queued or 0) - spectui_in_flight)
         self.seq += 1
-        return {
+        frame = {
             # the time the figures describe: a frame built late (a busy host) still says where its windows end
             "name": self.name, "seq": self.seq, "t": self.read_at if snap is not None else time.time(), "state": state,
+            # how long the /metrics read took: the server's figures are of a moment up to that long before ``t``
+            "read_s": round(self.read_s, 3) if snap is not None and self.read_s is not None else None,
             "window_s": round(rate_ws.elapsed_s, 3) if rate_ws is not None else None,
             "accept_length": accept,
             "accept_rate": rates,
@@ -282,6 +296,16 @@ class ServerTelemetry(object):
             "version": version,
             "sources": dict(self.sources),
         }
+        frame.update(_step_series(snap))
+        frame.update(self._width(snap, speculative))
+        return frame
+
+    def _width(self, snap, speculative):
+        """``width_now`` (the width in force at this read, None when not read or not reported) and
+        ``width_changes`` (see ``servers.width``)."""
+        width = width_now(snap.gauges, self.read_at) if snap is not None and speculative else None
+        self.widths.see(width)
+        return {"width_now": width, "width_changes": self.widths.listed()}
 
     def _rates(self, accept, draft_tokens, version, log_rec, log_age, num_steps=None):
         """The headline accept rate first (the release's formula), then the other formula,

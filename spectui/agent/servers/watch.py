@@ -45,7 +45,7 @@ from ..logs.follow import LogFollower
 from ..logs import LogFeeder
 from .proc_table import cmdline
 from .process import api_key_in, group_members, identity, proc_stat, remember_members, server_url
-from ..protocol import FINAL_STATES, SERVING_STATES, ServerState
+from ..protocol import FINAL_STATES, FOLLOWER_HEALTH_PATHS, HEALTH_PATHS, SERVING_STATES, ServerState
 from ..threads import name_this_thread
 
 TAIL_LINES = 40
@@ -72,12 +72,6 @@ _REASONS = (
 )
 
 
-HEALTH_PATHS = ("/server_info", "/get_server_info", "/ready", "/model_info", "/get_model_info")
-# A multi-node server's nodes of rank 1 and up serve no API: once their schedulers are up they start a
-# health-check-only server on the port, whose /health answers 200 without generating (sglang 0.5.23 wheel,
-# sglang/srt/entrypoints/engine.py:1234-1290 and sglang/srt/utils/common.py:3624,
-# launch_dummy_health_check_server). That answer is such a node's readiness; it logs no ready line.
-FOLLOWER_HEALTH_PATHS = ("/health",)
 
 
 def node_rank(argv):

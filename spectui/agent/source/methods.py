@@ -13,7 +13,7 @@ import sys
 import threading
 import time
 
-from ..protocol import AgentError, Method
+from ..protocol import AgentError, Event, Method
 from .algorithms import algorithms
 from .defs import find_definitions, find_flags
 from .grep import DEFAULT_MAX_HITS, MAX_HITS_LIMIT, GrepStats, compile_pattern
@@ -21,7 +21,7 @@ from .grep_process import SearchProcess, deadline_seconds
 from .locate import locate
 from .tree import PAGE_LINES, SourceTree
 
-GREP_EVENT = "source.grep"
+GREP_EVENT = Event.SOURCE_GREP
 
 
 def _str_list(value, what):

@@ -23,7 +23,8 @@ from dataclasses import dataclass
 from typing import Any
 
 import spectui
-from spectui.agent.protocol import FINAL_STATES, ServerState
+from spectui.agent.protocol import ServerState
+from spectui.core.bench.positions import price_from_steps, priced
 from spectui.core.bench.presets import Preset
 from spectui.core.bench.runs import (
     BenchClient,
@@ -35,11 +36,11 @@ from spectui.core.bench.runs import (
     pause_demo_traffic,
     start_run,
 )
-from spectui.core.bench.stats import break_even, is_noise, median, run_stats, spread, step_ms
+from spectui.core.bench.stats import is_noise, median, run_stats, spread, step_ms
+from spectui.core.breakeven import break_even, predicted_break_even
 from spectui.core.errors import AgentCallError, Disconnected, SpectuiError
-from spectui.core.probe.predict import break_even as probe_break_even
 from spectui.core.profiles import Profile
-from spectui.core.servers import ServerControl
+from spectui.core.servers import RecordError, ServerControl, ServerRecord
 from spectui.core.session import Session
 
 log = logging.getLogger(__name__)
@@ -117,6 +118,7 @@ def _cell(runs: list[RunResult]) -> dict:
                           "server_cumulative": acc.get("server_cumulative")} if speculative else None,
         "accept_rate": pooled.get("accept_rate") if speculative else None,
         "correct_drafts_histogram": pooled.get("correct_drafts_histogram"),
+        "acceptance_by_position": pooled.get("acceptance_by_position") if speculative else None,
         "ttft_ms": {"p50": (ttft or {}).get("p50"), "p99": (ttft or {}).get("p99")},
         "itl_ms": {"p50": (itl or {}).get("p50"), "p99": (itl or {}).get("p99")},
         "decode_tok_s": decode,
@@ -176,6 +178,7 @@ def build_comparison(results: list[RunResult], *, profiles: list[str], baseline:
                                                                    bcell["tok_s"]["spread"])
             if row is not base and cell["speculative"]:
                 cell["l_star"] = break_even(cell["step_ms"], bcell["step_ms"] if not bcell["speculative"] else None)
+                _price_positions(cell, bcell)
     comp = {
         "kind": "comparison", "created_at": time.time(), "host": host, "gpus": list(gpus or []),
         "sglang_version": sglang_version, "spectui_version": spectui.__version__, "engine": engine,
@@ -184,6 +187,20 @@ def build_comparison(results: list[RunResult], *, profiles: list[str], baseline:
     }
     comp["verdicts"] = verdicts(comp)
     return comp
+
+
+def _price_positions(cell: dict, bcell: dict) -> None:
+    """The marginal draft position of a speculative cell, its positions priced against the baseline's plain
+    decode step under the same load (``spectui.core.bench.positions.price_from_steps``)."""
+    acc = cell.get("acceptance_by_position")
+    if not acc or acc.get("positions") is None or not cell.get("correct_drafts_histogram"):
+        return
+    decode = bcell.get("step_ms") if not bcell.get("speculative") else None
+    decode_ms, position_ms, how, why = price_from_steps(cell.get("step_ms"), decode, acc.get("width"))
+    if bcell.get("speculative"):
+        why = "the baseline speculates too, so no plain decode step prices the positions"
+    cell["acceptance_by_position"] = priced(acc, cell["correct_drafts_histogram"], decode_ms=decode_ms,
+                                            position_ms=position_ms, costs_from=how, no_costs=why or "")
 
 
 def attach_predicted_l_star(comp: dict, store) -> dict:
@@ -211,9 +228,9 @@ def attach_predicted_l_star(comp: dict, store) -> dict:
         value, comm_only, step_from = pl.get("predicted"), pl.get("comm_only"), "probe"
         if value is None and pl.get("extra_comm_ms") is not None and base_step:
             extra = max(0.0, float(pl["extra_comm_ms"]))
-            comm_only = probe_break_even(base_step, extra)
-            value = probe_break_even(base_step, extra, float(pl.get("extra_compute_ms") or 0.0),
-                                     float(pl.get("drafting_ms") or 0.0))
+            comm_only = predicted_break_even(base_step, extra)
+            value = predicted_break_even(base_step, extra, float(pl.get("extra_compute_ms") or 0.0),
+                                         float(pl.get("drafting_ms") or 0.0))
             step_from = "baseline"
         if value is None:
             continue
@@ -368,9 +385,13 @@ async def run_comparison(session: Session, profiles: list[Profile], preset: Pres
                 emit(CompareEvent("switch_failed", profile.name, index=index, total=total, detail=str(exc)))
                 index += len(preset.concurrency) * preset.repeats
                 continue
-            server = sw["server"]
-            if server.get("state") != ServerState.READY:
-                why = f"the server ended {server.get('state')}" + (f": {server['reason']}" if server.get("reason") else "")
+            try:
+                server = ServerRecord.from_wire(sw.get("server"))
+            except RecordError as exc:
+                server, why = None, str(exc)
+            else:
+                why = f"the server ended {server.state}" + (f": {server.reason}" if server.reason else "")
+            if server is None or server.state != ServerState.READY:
                 failures[profile.name] = why
                 emit(CompareEvent("switch_failed", profile.name, index=index, total=total, detail=why))
                 index += len(preset.concurrency) * preset.repeats
@@ -476,9 +497,9 @@ def link_collected_runs(store, results: list[RunResult]) -> list[str]:
 
 
 async def _stop_all(ctl: ServerControl, names: list[str]) -> None:
-    for s in await ctl.list():
-        if s["name"] in names and s["state"] not in FINAL_STATES:
-            await ctl.stop(s["name"], grace_s=10)
+    for s in map(ServerRecord.from_wire, await ctl.list()):
+        if s.name in names and not s.ended:
+            await ctl.stop(s.name, grace_s=10)
 
 
 def _version(results: list[RunResult], prov: dict) -> str | None:

@@ -28,7 +28,6 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from spectui.core.bench.datasets import DATASETS, FILE_FORMATS, needs_path
 from spectui.core.paths import path_list, shipped_data_dir, user_config_dir
 from spectui.core.profiles.errors import ProfileError, close_matches, did_you_mean
 from spectui.core.profiles.yamlsource import YamlDocument, load_yaml, parse_yaml
@@ -98,91 +97,24 @@ class Preset:
                 f"{load}, {self.warmup} warm-up, seed {self.seed}")
 
 
-FIELDS = {
-    "name": "a name (letters, digits, - and _)",
-    "description": "a line of text",
-    "dataset": "random, reasoning, mt-bench, sharegpt or custom",
-    "dataset-path": "the path of a dataset file on the GPU host (for sharegpt, custom or mt-bench)",
-    "input-len": "a whole number of words, at least 1",
-    "output-len": "a whole number of tokens, at least 1",
-    "num-prompts": "a whole number, at least 1",
-    "concurrency": "a whole number at least 1, or a list of them for a sweep",
-    "request-rate": "requests per second (a number above 0), or null for none",
-    "warmup": "a whole number, 0 or more",
-    "repeats": "a whole number, at least 1",
-    "seed": "a whole number",
-}
-DEFAULTS = {"dataset": "reasoning", "input-len": 256, "output-len": 128, "num-prompts": 8, "concurrency": 1,
-            "request-rate": None, "warmup": 1, "repeats": 3, "seed": 1, "description": ""}
-
-
-def _is_int(v: Any) -> bool:
-    return isinstance(v, int) and not isinstance(v, bool)
-
-
 def parse_preset(doc: YamlDocument) -> Preset:
-    """Check one parsed preset file; the first problem raises ``PresetError``."""
-    path = doc.path
-
-    def fail(msg: str, fpath: tuple, key: bool = False) -> PresetError:
-        line, col = doc.where(fpath, key=key)
-        return PresetError(msg, path=path, line=line, column=col, field=".".join(map(str, fpath)) or None)
+    """Check one parsed preset file against its schema (:mod:`spectui.core.bench.preset_schema`); the first
+    problem raises ``PresetError``."""
+    from spectui.core.bench.preset_schema import first_problem
+    from spectui.core.schema_errors import Problem, located
 
     data = doc.data
     if not isinstance(data, dict):
-        raise fail("a preset is a map of fields (name, dataset, input-len, ...), not "
-                   + ("an empty file" if data is None else type(data).__name__), ())
-    for key in data:
-        if key not in FIELDS:
-            hint = did_you_mean(close_matches(str(key), FIELDS))
-            raise fail(f"unknown preset field {key!r}{hint or '; the fields are ' + ', '.join(FIELDS)}", (key,),
-                       key=True)
-    if "name" not in data:
-        raise fail("the preset has no name: add 'name: NAME'", ())
-    v = {**DEFAULTS, **data}
-    name = v["name"]
-    if not isinstance(name, str) or not name or not all(c.isalnum() or c in "-_." for c in name):
-        raise fail(f"name must be {FIELDS['name']}", ("name",))
-    if v["dataset"] not in DATASETS:
-        hint = did_you_mean(close_matches(str(v["dataset"]), DATASETS))
-        raise fail(f"dataset must be {FIELDS['dataset']}, not {v['dataset']!r}{hint}", ("dataset",))
-    dpath = data.get("dataset-path")
-    if dpath is not None and (not isinstance(dpath, str) or not dpath.strip()):
-        raise fail(f"dataset-path must be {FIELDS['dataset-path']}, not {dpath!r}", ("dataset-path",))
-    if dpath is not None and v["dataset"] not in FILE_FORMATS:
-        raise fail(f"dataset {v['dataset']} is generated from the seed and reads no file: remove dataset-path, or "
-                   f"set dataset to {', '.join(FILE_FORMATS)}", ("dataset-path",), key=True)
-    if dpath is None and needs_path(v["dataset"]):
-        raise fail(f"dataset {v['dataset']} is read from a file on the GPU host: add 'dataset-path: PATH' "
-                   f"(as sglang.benchmark.serving's --dataset-path)", ("dataset",))
-    for key, low in (("input-len", 1), ("output-len", 1), ("num-prompts", 1), ("warmup", 0), ("repeats", 1)):
-        if not _is_int(v[key]) or v[key] < low:
-            raise fail(f"{key} must be {FIELDS[key]}, not {v[key]!r}", (key,))
-    if not _is_int(v["seed"]):
-        raise fail(f"seed must be a whole number, not {v['seed']!r}", ("seed",))
-    conc = v["concurrency"]
-    levels = conc if isinstance(conc, list) else [conc]
-    if not levels:
-        raise fail("concurrency must list at least one level", ("concurrency",))
-    for i, c in enumerate(levels):
-        if not _is_int(c) or c < 1:
-            where = ("concurrency", i) if isinstance(conc, list) else ("concurrency",)
-            raise fail(f"concurrency must be {FIELDS['concurrency']}, not {c!r}", where)
-    if len(set(levels)) != len(levels):
-        raise fail("concurrency lists a level twice", ("concurrency",))
-    rate = v["request-rate"]
-    if rate is not None and (isinstance(rate, bool) or not isinstance(rate, (int, float)) or rate <= 0):
-        raise fail(f"request-rate must be {FIELDS['request-rate']}, not {rate!r}", ("request-rate",))
-    if rate is not None and isinstance(conc, list):
-        raise fail("a request-rate preset takes one concurrency cap, not a sweep", ("concurrency",))
-    desc = v["description"]
-    if not isinstance(desc, str):
-        raise fail("description must be a line of text", ("description",))
-    return Preset(name=name, dataset=v["dataset"], dataset_path=dpath, input_len=v["input-len"],
-                  output_len=v["output-len"],
-                  num_prompts=v["num-prompts"], concurrency=tuple(sorted(levels)) if isinstance(conc, list) else
-                  (levels[0],), request_rate=float(rate) if rate is not None else None, warmup=v["warmup"],
-                  repeats=v["repeats"], seed=v["seed"], description=desc, source=path)
+        raise located(doc, Problem((), "a preset is a map of fields (name, dataset, input-len, ...), not "
+                                   + ("an empty file" if data is None else type(data).__name__)), cls=PresetError)
+    p, problem = first_problem(data)
+    if problem is not None:
+        raise located(doc, problem, cls=PresetError)
+    levels = p.concurrency if isinstance(p.concurrency, list) else [p.concurrency]
+    return Preset(name=p.name, dataset=p.dataset, dataset_path=p.dataset_path, input_len=p.input_len,
+                  output_len=p.output_len, num_prompts=p.num_prompts, concurrency=tuple(sorted(levels)),
+                  request_rate=p.request_rate, warmup=p.warmup, repeats=p.repeats, seed=p.seed,
+                  description=p.description, source=doc.path)
 
 
 def _as_preset_error(exc: ProfileError) -> PresetError:

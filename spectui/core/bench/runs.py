@@ -12,12 +12,16 @@ import asyncio
 import logging
 import time
 from collections.abc import Awaitable, Callable
-from dataclasses import asdict, dataclass, field
+from dataclasses import dataclass, field
 from typing import Any
 
-import spectui
+from spectui.agent.protocol import BENCH_FINAL_STATES, Method
+from spectui.agent.servers.spec_settings import launch_settings
 from spectui.core.bench.datasets import PromptSet
 from spectui.core.bench.presets import Preset
+from spectui.core.bench.progress import BenchProgress
+from spectui.core.bench.result import RunResult
+from spectui.core.bench.sglang_import import apply_sglang_totals, parse_sglang_jsonl, records_from_sglang
 from spectui.core.bench.stats import run_stats
 from spectui.core.errors import AgentCallError, Disconnected
 from spectui.core.profiles.secret_flags import redact_argv, redact_profile_dict
@@ -26,8 +30,6 @@ from spectui.core.session import Session
 
 log = logging.getLogger(__name__)
 
-FINAL_STATES = ("done", "failed", "interrupted")
-BENCH_BUSY = "bench_busy"  # the agent's error code: the server is being benchmarked by another live run
 SERVER_BUSY = "server_busy"  # the agent's error code: require_idle, and the server serves requests spectui did not send
 ENGINES = ("spectui", "sglang")
 
@@ -62,128 +64,6 @@ def build_spec(preset: Preset, concurrency: int | None, *, warmup: bool = True, 
     return spec
 
 
-@dataclass
-class BenchProgress:
-    """A ``bench_progress`` event: how far a run on the host has got."""
-
-    run_id: str
-    state: str
-    done: int = 0
-    total: int = 0
-    errors: int = 0
-    tok_s: float | None = None
-    accept_length: float | None = None
-    eta_s: float | None = None
-    elapsed_s: float | None = None
-    warmup_done: int | None = None
-    warmup_total: int | None = None
-    reason: str | None = None
-    labels: dict = field(default_factory=dict)
-
-    @classmethod
-    def from_event(cls, data: dict) -> "BenchProgress":
-        names = cls.__dataclass_fields__
-        return cls(**{k: v for k, v in data.items() if k in names and (v is not None or k in ("run_id", "state"))})
-
-    @property
-    def finished(self) -> bool:
-        return self.state in FINAL_STATES
-
-    def line(self) -> str:
-        """``12/40 requests, 61.2 tok/s, accept 2.04, ETA 8 s`` (for a status line)."""
-        if self.state == "warmup":
-            return f"warming up {self.warmup_done or 0}/{self.warmup_total or 0}"
-        if self.state in ("starting", "flushing"):
-            return self.state
-        parts = [f"{self.done}/{self.total} requests"]
-        if self.errors:
-            parts.append(f"{self.errors} errors")
-        if self.tok_s is not None:
-            parts.append(f"{self.tok_s:.1f} tok/s")
-        if self.accept_length is not None:
-            parts.append(f"accept {self.accept_length:.2f}")
-        if self.eta_s is not None and not self.finished:
-            parts.append(f"ETA {self.eta_s:.0f} s")
-        if self.finished and self.state != "done":
-            parts.append(self.state + (f": {self.reason}" if self.reason else ""))
-        return ", ".join(parts)
-
-
-class ProgressBoard:
-    """The latest :class:`BenchProgress` of each run, fed with agent events (for a display's refresh).
-
-    Hand :meth:`on_event` to ``AgentClient.add_listener`` (or call it from a listener that already
-    receives every event, such as the console's link); read ``runs`` at the display's own rate.
-    """
-
-    def __init__(self) -> None:
-        self.runs: dict[str, BenchProgress] = {}
-        self.version = 0
-
-    def on_event(self, ev: Event) -> None:
-        if ev.name == "bench_progress" and ev.data.get("run_id"):
-            self.runs[ev.data["run_id"]] = BenchProgress.from_event(ev.data)
-            self.version += 1
-
-    def active(self) -> list[BenchProgress]:
-        return [p for p in self.runs.values() if not p.finished]
-
-
-@dataclass
-class RunResult:
-    """A run as stored in history: what was measured, and under what conditions."""
-
-    run_id: str
-    host: str
-    state: str
-    reason: str | None = None
-    server: str | None = None
-    profile: str | None = None
-    profile_hash: str | None = None
-    profile_content: dict | None = None
-    launch_argv: list[str] | None = None
-    preset: dict | None = None
-    concurrency: int | None = None
-    request_rate: float | None = None
-    repeat: int | None = None
-    engine: str = "spectui"
-    started_at: float | None = None
-    ended_at: float | None = None
-    gpus: list[str] = field(default_factory=list)
-    sglang_version: str | None = None
-    spectui_version: str = spectui.__version__
-    speculative: dict | None = None
-    stats: dict = field(default_factory=dict)
-    summary: dict | None = None
-    records: list[dict] = field(default_factory=list)
-    sglang_result: dict | None = None
-    comparison_key: str | None = None
-    overlapped_with: list[str] = field(default_factory=list)  # host run ids that measured the same server meanwhile
-    foreign_load: dict | None = None  # what the server served beside the run (agent's bench.foreign); None: not read
-
-    @property
-    def interrupted(self) -> bool:
-        return self.state != "done"
-
-    @property
-    def overlapped(self) -> bool:
-        """Another run measured the same server meanwhile: latency and throughput are not a lone run's."""
-        return bool(self.overlapped_with)
-
-    @property
-    def foreign(self) -> bool:
-        """The server served requests spectui did not send while the run measured (a share worth marking)."""
-        return bool((self.foreign_load or {}).get("marked"))
-
-    def to_dict(self) -> dict:
-        return asdict(self)
-
-    @classmethod
-    def from_dict(cls, d: dict) -> "RunResult":
-        names = cls.__dataclass_fields__
-        return cls(**{k: v for k, v in d.items() if k in names})
-
-
 class RunCollector:
     """Fetches one run's records by offset until the run has ended; resumable on a new session."""
 
@@ -199,7 +79,7 @@ class RunCollector:
 
     async def poll(self, session: Session) -> bool:
         """One fetch; True once the run has ended and every record is in."""
-        r = await session.client.call("bench.results", {"run_id": self.run_id, "offset": self.offset}, timeout=60)
+        r = await session.client.call(Method.BENCH_RESULTS, {"run_id": self.run_id, "offset": self.offset}, timeout=60)
         self.records.extend(r["records"])
         self.offset = r["offset"]
         self.status = r["status"]
@@ -225,19 +105,11 @@ def result_from(collector: RunCollector, *, host: str, gpus: list[str] | None = 
     summary = collector.summary or {}
     server = spec.get("server") or {}
     info = summary.get("server_info_before") or {}
-    algorithm = info.get("speculative_algorithm")
-    speculative = None
-    if algorithm not in (None, "", "NONE", "None"):
-        speculative = {"algorithm": algorithm, "num_steps": info.get("speculative_num_steps"),
-                       "topk": info.get("speculative_eagle_topk"),
-                       "draft_tokens": info.get("speculative_num_draft_tokens"),
-                       "draft_model": info.get("speculative_draft_model_path")}
+    speculative = launch_settings(info)
     engine = spec.get("engine") or collector.status.get("engine") or "spectui"
     sglang_result = None
     records = collector.records
     if engine == "sglang" and collector.sglang_jsonl:
-        from spectui.core.bench.sglang_import import parse_sglang_jsonl, records_from_sglang
-
         rows = parse_sglang_jsonl(collector.sglang_jsonl)
         if rows:
             sglang_result = rows[-1]
@@ -245,11 +117,9 @@ def result_from(collector: RunCollector, *, host: str, gpus: list[str] | None = 
     stats = run_stats(records, summary, draft_tokens=(speculative or {}).get("draft_tokens"),
                       speculative=speculative is not None if info and "error" not in info else None)
     if sglang_result is not None:
-        from spectui.core.bench.sglang_import import apply_sglang_totals
-
         apply_sglang_totals(stats, sglang_result)
     state = collector.status.get("state") or "interrupted"
-    if state not in FINAL_STATES:
+    if state not in BENCH_FINAL_STATES:
         state = "interrupted"
     return RunResult(
         run_id=collector.run_id, host=host, state=state, reason=collector.status.get("reason"),
@@ -274,7 +144,7 @@ def result_from(collector: RunCollector, *, host: str, gpus: list[str] | None = 
 async def host_provenance(session: Session) -> dict:
     """GPU names and SGLang version of the session's host (best effort)."""
     try:
-        facts = await session.client.call("host.facts", timeout=30)
+        facts = await session.client.call(Method.HOST_FACTS, timeout=30)
     except (AgentCallError, Disconnected):
         return {"gpus": [], "sglang_version": None}
     gpus = [g.get("name") or "?" for g in facts.get("gpus") or []]
@@ -282,8 +152,8 @@ async def host_provenance(session: Session) -> dict:
 
 
 def host_label(session: Session) -> str:
-    t = session.target
-    return t.destination if t.kind == "ssh" and t.destination else t.label
+    """The history's name of the session's host (:attr:`HostTarget.history_label`)."""
+    return session.target.history_label
 
 
 class BenchClient:
@@ -306,23 +176,23 @@ class BenchClient:
             params["allow_overlap"] = True
         if require_idle:
             params["require_idle"] = True
-        return await self.session.client.call("bench.start", params, timeout=180)
+        return await self.session.client.call(Method.BENCH_START, params, timeout=180)
 
     async def status(self, run_id: str) -> dict:
-        return await self.session.client.call("bench.status", {"run_id": run_id})
+        return await self.session.client.call(Method.BENCH_STATUS, {"run_id": run_id})
 
     async def list(self, limit: int = 200) -> list[dict]:
-        return (await self.session.client.call("bench.list", {"limit": limit}))["runs"]
+        return (await self.session.client.call(Method.BENCH_LIST, {"limit": limit}))["runs"]
 
     async def cancel(self, run_id: str, *, wait_s: float = 15.0) -> dict:
-        return await self.session.client.call("bench.cancel", {"run_id": run_id, "wait_s": wait_s},
+        return await self.session.client.call(Method.BENCH_CANCEL, {"run_id": run_id, "wait_s": wait_s},
                                               timeout=wait_s + 30)
 
     async def watch(self, run_id: str) -> dict:
-        return await self.session.client.call("bench.watch", {"run_id": run_id})
+        return await self.session.client.call(Method.BENCH_WATCH, {"run_id": run_id})
 
     async def engines(self, python: str) -> dict:
-        return await self.session.client.call("bench.engines", {"python": python}, timeout=240)
+        return await self.session.client.call(Method.BENCH_ENGINES, {"python": python}, timeout=240)
 
     def on_progress(self, fn: Callable[[BenchProgress], None]) -> Callable[[], None]:
         """Call ``fn`` with every ``bench_progress`` event; returns the function that stops it."""
@@ -342,19 +212,19 @@ async def pause_demo_traffic(session: Session) -> Callable[[], Awaitable[None]]:
         return None
 
     try:
-        st = await session.client.call("traffic.status", timeout=10)
+        st = await session.client.call(Method.TRAFFIC_STATUS, timeout=10)
     except (AgentCallError, Disconnected):
         return nothing
     if not st.get("running"):
         return nothing
-    await session.client.call("traffic.stop", timeout=10)
+    await session.client.call(Method.TRAFFIC_STOP, timeout=10)
     again: dict[str, Any] = {"concurrency": st.get("concurrency") or 2}
     if st.get("named"):  # the same server as before, chosen as before
         again.update(server=st.get("target"), explicit=bool(st.get("explicit")))
 
     async def restore() -> None:
         try:
-            await session.client.call("traffic.start", again, timeout=10)
+            await session.client.call(Method.TRAFFIC_START, again, timeout=10)
         except (AgentCallError, Disconnected) as exc:
             log.info("the demo's background traffic was not restarted: %s", exc)
     return restore
@@ -416,7 +286,7 @@ async def start_run(session: Session, preset: Preset, *, server: str, concurrenc
     the run measures that load and its result carries it (``RunResult.foreign_load``).
     """
     prov = provenance if provenance is not None else await host_provenance(session)
-    servers = (await session.client.call("servers.list", timeout=30))["servers"]
+    servers = (await session.client.call(Method.SERVERS_LIST, timeout=30))["servers"]
     record = next((s for s in servers if s["name"] == server), None)
     profile_content = redact_profile_dict((record or {}).get("profile"))
     lab = dict(labels or {})
@@ -446,7 +316,7 @@ async def start_run(session: Session, preset: Preset, *, server: str, concurrenc
 async def watch_running(session: Session) -> list[str]:
     """Ask for ``bench_progress`` events of every run still going on the host (after a reconnect)."""
     client = BenchClient(session)
-    ids = [st["run_id"] for st in await client.list() if st.get("state") not in FINAL_STATES]
+    ids = [st["run_id"] for st in await client.list() if st.get("state") not in BENCH_FINAL_STATES]
     for run_id in ids:
         await client.watch(run_id)
     return ids
@@ -457,7 +327,7 @@ async def collect_unsaved(session: Session, store, *, only_finished: bool = True
     saved = []
     client = BenchClient(session)
     for st in await client.list():
-        if only_finished and st.get("state") not in FINAL_STATES:
+        if only_finished and st.get("state") not in BENCH_FINAL_STATES:
             continue
         host = (st.get("labels") or {}).get("host") or host_label(session)
         if store.has_run(host, st["run_id"]):

@@ -70,6 +70,8 @@ import re
 from pathlib import Path
 from typing import Any
 
+from spectui.agent.servers.spec_settings import decode_server_info, launch_settings
+from spectui.core.bench.result import RunResult
 from spectui.core.bench.stats import run_stats
 from spectui.core.errors import SpectuiError
 from spectui.core.textsafe import visible
@@ -273,36 +275,20 @@ def stats_from_sglang(row: dict) -> dict:
     return apply_sglang_totals(stats, row)
 
 
-def _speculative(info: dict | None) -> dict | None:
-    info = info or {}
-    if "decode" in info and isinstance(info["decode"], list) and info["decode"]:
-        info = info["decode"][0]
-    algo = info.get("speculative_algorithm")
-    if algo in (None, "", "NONE", "None"):
-        return None
-    return {"algorithm": algo, "num_steps": info.get("speculative_num_steps"),
-            "topk": info.get("speculative_eagle_topk"), "draft_tokens": info.get("speculative_num_draft_tokens"),
-            "draft_model": info.get("speculative_draft_model_path")}
-
-
 def result_from_row(row: dict, *, host: str = "imported", profile: str | None = None, source: str | None = None,
                     n: int = 0, name=lambda key: key):
     """One tool row as a :class:`RunResult` (engine ``sglang``, provenance from its ``server_info``); a figure
     out of range raises :class:`SglangImportError` (:func:`check_row`). Its run id is a hash of the row: the
     same run imported again has the same id."""
-    from spectui.core.bench.runs import RunResult
-
     check_row(row, f"{source or '<sglang output>'}:{n}", name)
-    info = row.get("server_info") or {}
-    if "decode" in info and isinstance(info["decode"], list) and info["decode"]:
-        info = info["decode"][0]
+    info = decode_server_info(row.get("server_info"))
     digest = hashlib.sha256(json.dumps(row, sort_keys=True, default=str).encode()).hexdigest()[:12]
     rate = _finite(row.get("request_rate")) if not isinstance(row.get("request_rate"), str) else None
     preset = {"name": row.get("tag") or f"sglang-{row.get('dataset_name', 'run')}", "dataset": row.get("dataset_name"),
               "input-len": row.get("random_input_len"), "output-len": row.get("random_output_len"),
               "num-prompts": row.get("completed"), "concurrency": row.get("max_concurrency"),
               "request-rate": rate, "source": source}
-    spec = _speculative(info)
+    spec = launch_settings(info)
     stats = stats_from_sglang(row)
     if spec and stats.get("accept_length") is None:
         stats["speculative"] = True

@@ -5,9 +5,11 @@ unless labelled so):
 
 * **output tok/s**: output tokens of the completed requests / the run's wall time (first request
   sent to last one finished), as ``sglang.benchmark.serving`` computes ``output_throughput``.
-* **TTFT**: request sent -> first streamed chunk with a token. **ITL**: the gaps between streamed
-  chunks after the first (one chunk per decode or verify step; a speculative chunk brings
-  several tokens). **TPOT**: (E2E - TTFT) / (output tokens - 1). **E2E**: request sent -> stream end.
+* **TTFT**: request sent -> first streamed chunk with a token. **ITL** (per chunk): the gaps between
+  streamed chunks after the first (one chunk per decode or verify step; a speculative chunk brings
+  several tokens). **TPOT** (per token): (E2E - TTFT) / (output tokens - 1). **E2E**: request sent -> stream
+  end. The names are SGLang's bench_serving's (sglang 0.5.23 wheel, sglang/benchmark/serving.py:228 and :1172);
+  the console's live per-token latency is TPOT as well.
 * **accept length, per request**: each request's ``spec_accept_length`` weighted by its
   ``spec_verify_ct`` (= total output tokens / total verify steps).
 * **accept length, metrics**: Δ``generation_tokens_total`` / Δ``spec_verify_calls_total`` from
@@ -19,6 +21,8 @@ unless labelled so):
   (speculative) = 1000 x accept length / decode rate.
 * **L\\* (break-even accept length)** = speculative step time / baseline step time: speculation
   pays only when its accept length exceeds L\\*.
+* **acceptance by position**: P(draft position k accepted), k = 1..width, from the pooled
+  ``spec_correct_drafts_histogram`` (``spectui.core.bench.positions``).
 * **spread** of repeats: half the range, relative to the median: (max - min) / (2 x median).
   A speedup whose distance from 1.0 is within the two runs' spreads added is **noise**.
 """
@@ -28,6 +32,8 @@ from __future__ import annotations
 import math
 from collections.abc import Iterable, Sequence
 from statistics import median as _median
+
+from spectui.core.bench.positions import acceptance_by_position
 
 ACCEPT_RATE_FORMULA = "correct drafts / proposed drafts"
 ACCEPT_RATE_DERIVED_FORMULA = "(accept length - 1) / (draft tokens - 1)"
@@ -156,13 +162,6 @@ def step_ms(decode_tok_s: float | None, accept_length: float | None) -> float | 
     return 1000.0 * (accept_length or 1.0) / decode_tok_s
 
 
-def break_even(spec_step_ms: float | None, base_step_ms: float | None) -> float | None:
-    """L* = speculative step time / baseline step time."""
-    if spec_step_ms is None or not base_step_ms:
-        return None
-    return spec_step_ms / base_step_ms
-
-
 def run_duration_s(records: Sequence[dict]) -> float | None:
     """Wall time from the first request sent to the last one finished, from the records alone."""
     spans = [(r["t_start"], r["t_start"] + (r.get("e2e_ms") or 0) / 1000.0) for r in records
@@ -230,6 +229,7 @@ def run_stats(records: Sequence[dict], summary_doc: dict | None = None, *, draft
         } if speculative else None,
         "accept_rate": accept_rate(ok, accept_len, draft_tokens) if speculative else None,
         "correct_drafts_histogram": hist,
+        "acceptance_by_position": acceptance_by_position(ok) if speculative else None,
         "step_ms": step_ms(decode, accept_len if speculative else None),
         "step_kind": "verify" if speculative else "decode",
         "flushed": flushed,

@@ -14,6 +14,8 @@ import math
 import time
 from typing import Any
 
+from spectui.core.bench.positions import acceptance_by_position, position_line
+
 FORMATS = ("text", "markdown", "csv", "json")
 ACCEPT_NOTE = ("accept len: per request, weighted by verify steps; in brackets: from the /metrics counters over the "
                "run (Δgeneration_tokens / Δspec_verify_calls)")
@@ -195,7 +197,12 @@ def _step(cell: dict) -> str:
     return f"{cell['step_ms']:.1f} {'verify' if cell.get('step_kind') == 'verify' else 'decode'}"
 
 
-COLUMNS = ("profile", "out tok/s", "speedup", "accept len", "accept rate", "TTFT p50/p99 ms", "ITL p50/p99 ms",
+# SGLang's bench_serving names (sglang 0.5.23 wheel, sglang/bench_serving.py:10 re-exports sglang/benchmark/serving.py):
+# ITL is the gap between streamed chunks (serving.py:228), a speculative chunk bringing several tokens; TPOT is
+# (E2E - TTFT) / (output tokens - 1), per token (serving.py:1172). The console's live panel's per-token figure is
+# TPOT too: one word, one meaning.
+LATENCY_LABELS = (("ttft_ms", "TTFT"), ("itl_ms", "ITL per chunk"), ("tpot_ms", "TPOT per token"), ("e2e_ms", "E2E"))
+COLUMNS = ("profile", "out tok/s", "speedup", "accept len", "accept rate", "TTFT p50/p99 ms", "ITL/chunk p50/p99 ms",
            "step ms", "L*")
 PREDICTED_COLUMN = "pred. L*"
 
@@ -344,6 +351,17 @@ def _notes(comp: dict) -> list[str]:
     return notes
 
 
+def position_lines(comp: dict) -> list[str]:
+    """One line per speculative profile and concurrency: its acceptance per draft position."""
+    out = []
+    for row in comp["profiles"]:
+        for c in comp["concurrencies"]:
+            line = position_line((row["cells"].get(str(c)) or {}).get("acceptance_by_position"))
+            if line:
+                out.append(f"{row['name']} (C={c}): {line}")
+    return out
+
+
 def render_comparison(comp: dict, fmt: str = "text") -> str:
     """The comparison in ``fmt`` (``text``, ``markdown``, ``csv`` or ``json``)."""
     if fmt == "json":
@@ -357,12 +375,14 @@ def render_comparison(comp: dict, fmt: str = "text") -> str:
     if fmt == "markdown":
         out = ["**" + _title(comp)[0] + "**", "", *(_title(comp)[1:]), "", _md_table(header, rows), ""]
         out += [f"- {v}" for v in comp.get("verdicts") or []]
+        out += [f"- {p}" for p in position_lines(comp)]
         out += [f"- {n}" for n in _notes(comp)]
         return "\n".join(out).rstrip() + "\n"
     if fmt != "text":
         raise ValueError(f"unknown format {fmt!r}: choose {', '.join(FORMATS)}")
     out = [*_title(comp), "", _grid(header, rows), ""]
     out += comp.get("verdicts") or []
+    out += position_lines(comp)
     out += [""] + [f"  {n}" for n in _notes(comp)]
     return "\n".join(out).rstrip() + "\n"
 
@@ -481,7 +501,7 @@ MD_RUN_COLUMNS = ("id", "when", "host", "profile", "preset", "concurrency", "sta
                   "accept_length_per_request", "accept_length_metrics", "accept_rate", "ttft_p50_ms", "itl_p50_ms",
                   "e2e_p50_ms", "errors")
 MD_RUN_HEAD = ("id", "when", "host", "profile", "preset", "conc.", "state", "out tok/s", "accept len (req)",
-               "accept len (metrics)", "accept rate", "TTFT p50 ms", "ITL p50 ms", "E2E p50 ms", "errors")
+               "accept len (metrics)", "accept rate", "TTFT p50 ms", "ITL/chunk p50 ms", "E2E p50 ms", "errors")
 
 
 def _cellfmt(key: str, v: Any) -> str:
@@ -562,9 +582,30 @@ def parse_markdown_table(text: str) -> list[list[str]]:
     return rows
 
 
+def with_positions(run: dict) -> dict:
+    """``run`` with ``stats.acceptance_by_position`` computed from its requests when it was kept without it."""
+    s = run.get("stats") or {}
+    if "acceptance_by_position" in s or not s.get("speculative") or not run.get("records"):
+        return run
+    return dict(run, stats=dict(s, acceptance_by_position=acceptance_by_position(run["records"])))
+
+
+def _drafts_lines(s: dict) -> list[str]:
+    """The correct-drafts histogram and the acceptance per draft position of a run's stats."""
+    out = []
+    if s.get("correct_drafts_histogram"):
+        h = s["correct_drafts_histogram"]
+        total = sum(h) or 1
+        out.append("correct drafts per verify step: " + ", ".join(f"{i}: {n} ({100 * n / total:.0f}%)"
+                                                                  for i, n in enumerate(h)))
+    line = position_line(s.get("acceptance_by_position"))
+    return out + ([line] if line else [])
+
+
 def render_run_detail(run: dict, refs: dict | None = None) -> str:
     """Everything one run measured, for ``history show ID`` and a single ``spectui bench`` run
     (``refs``: see :func:`render_runs`)."""
+    run = with_positions(run)
     s = run.get("stats") or {}
     p = run.get("preset") or {}
     lines = [f"run {run.get('id', '')} {run['run_id']}: {run.get('profile') or run.get('server') or '?'} on "
@@ -590,9 +631,9 @@ def render_run_detail(run: dict, refs: dict | None = None) -> str:
         lines.append(f"  error: {msg}")
     lines.append(f"output        {_num(s.get('output_tok_s'))} tok/s ({s.get('output_tokens', 0)} tokens in "
                  f"{_num(s.get('duration_s'), 2)} s)")
-    for key, label in (("ttft_ms", "TTFT"), ("itl_ms", "ITL"), ("tpot_ms", "TPOT"), ("e2e_ms", "E2E")):
+    for key, label in LATENCY_LABELS:
         d = s.get(key) or {}
-        lines.append(f"{label:<13} p50 {_num(d.get('p50'))}  p90 {_num(d.get('p90'))}  p99 {_num(d.get('p99'))}  "
+        lines.append(f"{label:<15} p50 {_num(d.get('p50'))}  p90 {_num(d.get('p90'))}  p99 {_num(d.get('p99'))}  "
                      f"mean {_num(d.get('mean'))} ms")
     acc = s.get("accept_length")
     if acc:
@@ -606,11 +647,7 @@ def render_run_detail(run: dict, refs: dict | None = None) -> str:
     if rate:
         lines.append(f"accept rate   {_pct(rate['value'])} = {rate['formula']}"
                      + (f" ({rate['correct']}/{rate['proposed']})" if rate.get("correct") is not None else ""))
-    if s.get("correct_drafts_histogram"):
-        h = s["correct_drafts_histogram"]
-        total = sum(h) or 1
-        lines.append("correct drafts per verify step: " + ", ".join(f"{i}: {n} ({100 * n / total:.0f}%)"
-                                                                    for i, n in enumerate(h)))
+    lines += _drafts_lines(s)
     if s.get("step_ms") is not None:
         lines.append(f"step time     {s['step_ms']:.1f} ms per {s.get('step_kind')} step "
                      f"(decode rate {_num(s.get('decode_tok_s'))} tok/s per request)")

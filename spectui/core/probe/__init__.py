@@ -10,23 +10,30 @@ The host side is ``spectui/agent/probe_*.py``; docs/probe.md says what is measur
 is modelled.
 """
 
-from spectui.core.probe.history import RECORD_KIND, RECORD_SCHEMA, history_record
+from spectui.core import lazy_exports
+
+# loaded with the package: ``predict`` is both a module and a function given here, and stays the function
 from spectui.core.probe.predict import (
     BreakEven,
     Prediction,
     PredictionError,
     StepCosts,
     allreduces_per_forward,
-    break_even,
     comm_ms,
     decode_comm_ms,
     latency_ms,
     predict,
     predict_for_settings,
 )
-from spectui.core.probe.request import ProbeOptions, probe_params, tp_size, verify_tokens
-from spectui.core.probe.run import PROGRESS_EVENT, fetch_topology, run_probe
-from spectui.core.probe.topology import interconnect_header, short_gpu_name
+
+# each module of the package and the names it gives, loaded when one of them is first asked for
+_EXPORTS = {
+    "history": ["RECORD_KIND", "RECORD_SCHEMA", "history_record"],
+    "request": ["ProbeOptions", "probe_params", "tp_size", "verify_tokens"],
+    "run": ["PROGRESS_EVENT", "fetch_topology", "run_probe"],
+    "topology": ["interconnect_header", "short_gpu_name"],
+}
+__getattr__, __dir__ = lazy_exports(__name__, _EXPORTS)
 
 __all__ = [
     "BreakEven",
@@ -38,7 +45,6 @@ __all__ = [
     "RECORD_SCHEMA",
     "StepCosts",
     "allreduces_per_forward",
-    "break_even",
     "comm_ms",
     "decode_comm_ms",
     "fetch_topology",

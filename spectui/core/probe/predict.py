@@ -39,18 +39,17 @@ latency carries its inter-node part (``inter_node_ms``), reported apart as ``ver
 
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, replace
 from typing import Any
+
+from spectui.core.breakeven import PredictionError, predicted_break_even
+from spectui.core.server_frames import ServerFrame, settings_in_force
 
 DEFAULT_TOKENS = (1, 2, 4, 8, 16)
 ALLREDUCES_PER_LAYER = 2
 EXTRA_ALLREDUCES = 1  # the vocabulary-parallel embedding's all-reduce
 EAGLE_FAMILY = ("EAGLE", "EAGLE3", "NEXTN", "STANDALONE", "MTP")
 NGRAM_DEFAULT_DRAFT_TOKENS = 12  # SGLang 0.5.23, srt/arg_groups/speculative_hook.py, _handle_ngram
-
-
-class PredictionError(ValueError):
-    """The probe result cannot support a prediction (e.g. no all-reduce sizes)."""
 
 
 def allreduces_per_forward(layers: int, world_size: int, *, per_layer: int = ALLREDUCES_PER_LAYER,
@@ -187,6 +186,7 @@ class BreakEven:
     max_accept: int              # the longest accept length one step can reach
     interpolated: bool           # the verify size was not measured, but interpolated
     verify_inter_node_ms: float | None = None  # of verify_comm_ms, what crosses between nodes (None: one node)
+    width_source: str | None = None  # of a server's settings: the width in force or the launch flag (server_frames)
 
     @property
     def reachable(self) -> bool | None:
@@ -223,14 +223,6 @@ class Prediction:
                 "decode_inter_node_ms": self.decode_inter_node_ms}
 
 
-def break_even(decode_step_ms: float, extra_comm_ms: float, extra_compute_ms: float = 0.0,
-               drafting_ms: float = 0.0) -> float:
-    """``L* = (T + extra communication + extra compute + drafting) / T``."""
-    if decode_step_ms <= 0:
-        raise PredictionError("the plain decode step time must be positive")
-    return (decode_step_ms + extra_comm_ms + extra_compute_ms + drafting_ms) / decode_step_ms
-
-
 def _row(result: dict, costs: StepCosts, decode_comm: float, shape: str, n: int, num_steps: int | None,
          topk: int | None) -> BreakEven:
     lat, interp = latency_ms(result, n)
@@ -248,8 +240,8 @@ def _row(result: dict, costs: StepCosts, decode_comm: float, shape: str, n: int,
     counted = max(0.0, extra)
     return BreakEven(shape=shape, draft_tokens=n, num_steps=num_steps, topk=topk, verify_comm_ms=verify,
                      extra_comm_ms=extra, extra_compute_ms=compute, drafting_ms=drafting,
-                     comm_only=break_even(t, counted) if t else None,
-                     predicted=break_even(t, counted, compute, drafting) if t else None,
+                     comm_only=predicted_break_even(t, counted) if t else None,
+                     predicted=predicted_break_even(t, counted, compute, drafting) if t else None,
                      max_accept=max_accept, interpolated=interp,
                      verify_inter_node_ms=inter_node_comm_ms(result, n))
 
@@ -293,9 +285,18 @@ def predict(result: dict, costs: StepCosts | None = None, *, draft_tokens: list[
                       nnodes=nodes, decode_inter_node_ms=decode_inter)
 
 
-def predict_for_settings(result: dict, settings: dict, costs: StepCosts | None = None) -> BreakEven | None:
+def predict_for_settings(result: dict, settings: dict, costs: StepCosts | None = None, *,
+                         frame: ServerFrame | None = None) -> BreakEven | None:
     """L* of one profile's speculative settings (``Profile.speculative_settings()``), or None
-    for a plain server or settings that do not say how many positions a step verifies."""
+    for a plain server or settings that do not say how many positions a step verifies. ``frame``, a live frame of
+    the profile's server: the width it runs now replaces the launch flag where it carries one; the row names which
+    (``width_source``)."""
+    settings, source = settings_in_force(settings, frame)
+    row = _settings_row(result, settings, costs)
+    return replace(row, width_source=source) if row is not None else None
+
+
+def _settings_row(result: dict, settings: dict, costs: StepCosts | None) -> BreakEven | None:
     algo = (settings.get("algorithm") or "").upper()
     if not algo or algo == "NONE":
         return None

@@ -4,10 +4,11 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
+from spectui.agent.protocol import Event as WireEvent, Method
 from spectui.core.rpc import Event
 from spectui.core.session import Session
 
-PROGRESS_EVENT = "probe.progress"
+PROGRESS_EVENT = WireEvent.PROBE_PROGRESS
 
 
 async def run_probe(session: Session, params: dict, *,
@@ -19,7 +20,7 @@ async def run_probe(session: Session, params: dict, *,
             lambda ev: on_progress(ev.data) if isinstance(ev, Event) and ev.name == PROGRESS_EVENT else None)
     try:
         timeout = float(params.get("timeout_s") or 900) + 30.0
-        return await session.client.call("probe.run", params, timeout=timeout)
+        return await session.client.call(Method.PROBE_RUN, params, timeout=timeout)
     finally:
         if remove is not None:
             remove()
@@ -32,7 +33,7 @@ async def fetch_topology(session: Session, *, gpus: list[int] | None = None,
     ``interconnect_header(topology)`` turns it into one line; on the simulated host the links
     follow ``sim_hardware`` (default ``pcie-8gpu``).
     """
-    return await session.client.call("probe.topology", {"gpus": gpus, "sim_hardware": sim_hardware}, timeout=60)
+    return await session.client.call(Method.PROBE_TOPOLOGY, {"gpus": gpus, "sim_hardware": sim_hardware}, timeout=60)
 
 
 def progress_text(d: dict) -> str:

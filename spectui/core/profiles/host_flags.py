@@ -12,6 +12,7 @@ from __future__ import annotations
 import tempfile
 from pathlib import Path
 
+from spectui.agent.protocol import Method
 from spectui.core.errors import SpectuiError
 from spectui.core.profiles.argv import SIM_LAUNCHER
 from spectui.core.profiles.errors import ProfileError
@@ -41,12 +42,12 @@ async def session_flagset(session, cache: FlagCache | None = None, *,
         version, label = simulator_flags_key(str(python)), f"the simulated SGLang on {host}"
     else:
         python, launcher = python or session.target.python or "python3", SGLANG_LAUNCHER
-        info = await session.client.call("python.sglang", {"python": python}, timeout=60)
+        info = await session.client.call(Method.PYTHON_SGLANG, {"python": python}, timeout=60)
         version = f"sglang-{info.get('version') or 'unknown'}@{python}:{' '.join(launcher)}"
         label = f"SGLang {info.get('version') or '(version unknown)'} on {host}"
     flagset = cache.get(host, version)
     if flagset is None:
-        res = await session.client.call("launch.help", {"python": python, "launcher": launcher},
+        res = await session.client.call(Method.LAUNCH_HELP, {"python": python, "launcher": launcher},
                                         timeout=HELP_TIMEOUT_S)
         flagset = parse_help_flags(res["text"])
         cache.put(host, version, flagset)

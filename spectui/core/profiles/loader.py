@@ -14,7 +14,7 @@ from spectui.core.profiles.discovery import ProfileLayer, default_layers, profil
 from spectui.core.profiles.errors import ProfileError, close_matches, did_you_mean
 from spectui.core.profiles.model import Profile
 from spectui.core.profiles.resolve import RawProfile, resolve_profiles
-from spectui.core.profiles.schema import NAME_RE, validate_document
+from spectui.core.profiles.schema import NAME_RE
 from spectui.core.profiles.yamlsource import load_yaml
 
 
@@ -68,6 +68,8 @@ def read_profile_file(path: str | Path) -> tuple[RawProfile | None, list[Profile
     named = isinstance(doc.data, dict) and "name" in doc.data
     if named and isinstance(doc.data.get("name"), str) and NAME_RE.match(doc.data["name"]):
         name = doc.data["name"]
+    from spectui.core.profiles.profile_schema import validate_document  # msgspec only when a file is checked
+
     errors = validate_document(doc, profile=name)
     if not named and not NAME_RE.match(name):
         # the name comes from the file name: held to the same rule as a 'name' field

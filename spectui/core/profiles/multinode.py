@@ -20,12 +20,11 @@ from __future__ import annotations
 import dataclasses
 
 import ipaddress
-from dataclasses import dataclass
 from typing import Any
 
 from spectui.agent.protocol import ServerState
 from spectui.core.errors import ConnectError
-from spectui.core.profiles.argv import build_argv, build_env
+from spectui.core.profiles.argv import build_argv
 from spectui.core.profiles.errors import ProfileError
 from spectui.core.profiles.flags import located_error
 from spectui.core.profiles.model import Node, Profile
@@ -42,16 +41,6 @@ NODE_FLAG_OPTIONS = {"nnodes": "nn", "node-rank": "node", "dist-init-addr": "dis
 TP_KEYS = ("tp-size", "tensor-parallel-size", "tp")
 PP_KEYS = ("pp-size", "pipeline-parallel-size")
 DP_KEYS = ("dp-size", "data-parallel-size", "dp")
-
-
-@dataclass(frozen=True)
-class NodeLaunch:
-    """What one node runs: its rank, its host and its command line and environment."""
-
-    rank: int
-    node: Node
-    argv: list[str]
-    env: dict[str, str]
 
 
 def node_count(profile: Profile) -> int:
@@ -102,13 +91,6 @@ def node_profile(profile: Profile, rank: int, *, rank0_address: str | None = Non
     args = dict(profile.args)
     args.update({"nnodes": len(profile.nodes), "node-rank": rank, "dist-init-addr": addr})
     return dataclasses.replace(profile, nodes=(), dist_init_port=None, args=args)
-
-
-def node_launches(profile: Profile, *, simulated: bool = False, python: str | None = None) -> list[NodeLaunch]:
-    """One ``NodeLaunch`` per node, rank 0 first; empty for a single-host profile."""
-    env = build_env(profile)
-    return [NodeLaunch(rank, node, node_argv(profile, rank, simulated=simulated, python=python), dict(env))
-            for rank, node in enumerate(profile.nodes)]
 
 
 def int_arg(profile: Profile, keys: tuple[str, ...], default: int = 1) -> int | None:

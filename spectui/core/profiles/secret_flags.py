@@ -15,6 +15,7 @@ of a known secret flag (argparse accepts ``--api-k``) is secret too.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Any
 
 REDACTED = "<redacted>"
@@ -90,7 +91,7 @@ def redact_server_records(data: Any) -> Any:
     in every server record, the secret flag values of ``argv`` and the secrets of ``profile`` masked."""
     if isinstance(data, list):
         return [redact_server_records(item) for item in data]
-    if not isinstance(data, dict):
+    if not isinstance(data, Mapping):  # a dict, or a ServerRecord (a read-only mapping of its wire record)
         return data
     out = {k: redact_server_records(v) for k, v in data.items()}
     if isinstance(data.get("argv"), list):

@@ -9,39 +9,23 @@ Layout (one job per module):
 - ``errors``: ``SourceError`` and its kinds.
 """
 
-from spectui.core.source.browser import SourceBrowser, locate_sglang, open_browser
-from spectui.core.source.errors import (
-    DemoSourceMissing,
-    SglangNotFound,
-    SourceError,
-    SourceFetchError,
-    SourceOffline,
-)
-from spectui.core.source.model import (
-    Algorithm,
-    AlgorithmsView,
-    Definition,
-    FilePage,
-    FlagDefinition,
-    GrepHit,
-    GrepResult,
-    ProfileFlag,
-    SglangLocation,
-    SourceInfo,
-    TreeEntry,
-    TreeListing,
-    WorkerImpl,
-)
-from spectui.core.source.refs import parse_ref
-from spectui.core.source.wheels import (
-    DEMO_VERSION,
-    cached_source,
-    download_wheel,
-    fetch_sglang_source,
-    sglang_cache_dir,
-    unpack_wheel,
-    wheel_cache_dir,
-)
+from spectui.core import lazy_exports
+
+# each module of the package and the names it gives, loaded when one of them is first asked for
+_EXPORTS = {
+    "browser": ["SourceBrowser", "locate_sglang", "open_browser"],
+    "errors": ["DemoSourceMissing", "SglangNotFound", "SourceError", "SourceFetchError", "SourceOffline"],
+    "model": [
+        "Algorithm", "AlgorithmsView", "Definition", "FilePage", "FlagDefinition", "GrepHit", "GrepResult",
+        "ProfileFlag", "SglangLocation", "SourceInfo", "TreeEntry", "TreeListing", "WorkerImpl",
+    ],
+    "refs": ["parse_ref"],
+    "wheels": [
+        "DEMO_VERSION", "cached_source", "download_wheel", "fetch_sglang_source", "sglang_cache_dir",
+        "unpack_wheel", "wheel_cache_dir",
+    ],
+}
+__getattr__, __dir__ = lazy_exports(__name__, _EXPORTS)
 
 __all__ = [
     "DEMO_VERSION",

@@ -16,6 +16,7 @@ import logging
 import re
 from collections.abc import Callable, Iterable
 
+from spectui.agent.protocol import Event as WireEvent, Method
 from spectui.core.errors import AgentCallError
 from spectui.core.rpc import AgentClient, Event
 from spectui.core.source.errors import DemoSourceMissing, SglangNotFound, SourceError
@@ -34,7 +35,7 @@ from spectui.core.source.model import (
 )
 from spectui.core.source.wheels import DEMO_VERSION, cached_source, sglang_cache_dir
 
-GREP_EVENT = "source.grep"
+GREP_EVENT = WireEvent.SOURCE_GREP
 _search_ids = itertools.count(1)
 
 HitsListener = Callable[[list[GrepHit]], None]
@@ -68,16 +69,16 @@ class SourceBrowser:
     # --- listing and reading -------------------------------------------------------------
     async def tree(self, path: str | None = None, depth: int = 1) -> TreeListing:
         """The entries of ``path`` (default: ``srt/speculative`` of the package), ``depth`` levels down."""
-        d = await self._call("source.tree", {"path": path, "depth": depth})
+        d = await self._call(Method.SOURCE_TREE, {"path": path, "depth": depth})
         return TreeListing(d["path"], tuple(TreeEntry.from_reply(e) for e in d["entries"]), d["truncated"])
 
-    async def read(self, path: str, start: int = 1, count: int = 1000) -> FilePage:
-        """Lines ``start..start+count-1`` of a file; read further pages as the viewer scrolls."""
-        return FilePage.from_reply(await self._call("source.read", {"path": path, "start": start, "count": count}))
-
-    async def read_around(self, path: str, line: int, context: int = 20, count: int = 200) -> FilePage:
-        return FilePage.from_reply(await self._call("source.read", {"path": path, "line": line,
-                                                                    "context": context, "count": count}))
+    async def read(self, path: str, start: int = 1, count: int = 1000, *, around: int | None = None,
+                   context: int = 20) -> FilePage:
+        """Lines ``start..start+count-1`` of a file; read further pages as the viewer scrolls. With ``around``,
+        the page holds line ``around`` with ``context`` lines before it (``start`` unused)."""
+        params = {"path": path, "start": start, "count": count} if around is None else \
+            {"path": path, "line": around, "context": context, "count": count}
+        return FilePage.from_reply(await self._call(Method.SOURCE_READ, params))
 
     # --- searching -------------------------------------------------------------------------
     async def grep(self, pattern: str, *, path: str | None = None, ignore_case: bool = False,
@@ -101,10 +102,10 @@ class SourceBrowser:
         params = {"pattern": pattern, "path": path, "ignore_case": ignore_case, "max_hits": max_hits,
                   "include": list(include) if include else None, "search_id": search_id}
         try:
-            summary = await self._call("source.grep", params, timeout=timeout)
+            summary = await self._call(Method.SOURCE_GREP, params, timeout=timeout)
         except asyncio.CancelledError:
             try:
-                await asyncio.shield(self.client.call("source.cancel", {"search_id": search_id}, timeout=5))
+                await asyncio.shield(self.client.call(Method.SOURCE_CANCEL, {"search_id": search_id}, timeout=5))
             except Exception:  # the search is given up on either way; a host that goes on with it ends it itself
                 logging.getLogger(__name__).debug("cancelling search %s on the host failed", search_id, exc_info=True)
             raise
@@ -121,12 +122,12 @@ class SourceBrowser:
 
     async def definition(self, name: str) -> list[Definition]:
         """Where a class or function (or module-level name) is defined, best first."""
-        d = await self._call("source.def", {"name": name})
+        d = await self._call(Method.SOURCE_DEF, {"name": name})
         return [Definition(x["path"], x["line"], x["kind"], x["text"]) for x in d["definitions"]]
 
     async def flags(self, flags: Iterable[str]) -> dict[str, list[FlagDefinition]]:
         """For each server flag, where this SGLang defines it (with help text), best first."""
-        d = await self._call("source.flags", {"flags": list(flags)}, timeout=120)
+        d = await self._call(Method.SOURCE_FLAGS, {"flags": list(flags)}, timeout=120)
         return {f["flag"]: [FlagDefinition.from_reply(f["flag"], x) for x in f["definitions"]] for f in d["flags"]}
 
     async def flag(self, flag: str) -> list[FlagDefinition]:
@@ -147,13 +148,13 @@ class SourceBrowser:
 
     async def algorithms(self, refresh: bool = False) -> AlgorithmsView:
         """The members of ``SpeculativeAlgorithm`` in this tree, each with its worker's module."""
-        return AlgorithmsView.from_reply(await self._call("source.algorithms", {"refresh": refresh}, timeout=180))
+        return AlgorithmsView.from_reply(await self._call(Method.SOURCE_ALGORITHMS, {"refresh": refresh}, timeout=180))
 
 
 async def locate_sglang(client: AgentClient, python: str | None = None) -> SglangLocation:
     """Ask ``python`` on the host (default: the agent's own interpreter) where its SGLang is."""
     try:
-        return SglangLocation.from_reply(await client.call("source.locate", {"python": python}, timeout=90))
+        return SglangLocation.from_reply(await client.call(Method.SOURCE_LOCATE, {"python": python}, timeout=90))
     except AgentCallError as exc:
         raise _source_error(exc) from None
 
@@ -187,7 +188,7 @@ async def open_browser(session, *, python: str | None = None, sglang_root: str |
             params["sglang_root"] = str(tree)
             note = f"the demo host has no SGLang: reading sglang {demo_version}'s published wheel from {tree}"
     try:
-        reply = await client.call("source.open", params, timeout=120)
+        reply = await client.call(Method.SOURCE_OPEN, params, timeout=120)
     except AgentCallError as exc:
         if exc.code == "no_sglang":
             raise SglangNotFound(_sentence(str(exc)), exc.code) from None

@@ -1,25 +1,18 @@
 """What names an SSH host and how to reach it: ``[user@]host[:port]`` and the ssh-like options.
 
 Nothing here loads asyncssh, so commands that never open an SSH connection start without it; the
-connection itself (:class:`SshTransport`) is in :mod:`spectui.core.transport.ssh_client`, loaded on
-first use of that name from here.
+connection itself (``SshTransport``) is in :mod:`spectui.core.transport.ssh_client`, which
+:meth:`spectui.core.session.HostTarget.make_transport` imports when a connection is made.
 """
 
 from __future__ import annotations
 
 import re
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING
 
 from spectui.core.errors import ConnectError
 
-if TYPE_CHECKING:
-    from spectui.core.transport.ssh_client import HostKeyVerifier, SshPipe, SshTransport
-
-__all__ = ["HostKeyVerifier", "SshOptions", "SshPipe", "SshTransport", "parse_destination"]
-
-#: The names that live with the connection and load asyncssh when first asked for.
-_CONNECTION_NAMES = frozenset({"HostKeyVerifier", "SshPipe", "SshTransport"})
+__all__ = ["SshOptions", "parse_destination"]
 
 
 @dataclass
@@ -49,11 +42,3 @@ def parse_destination(dest: str) -> tuple[str | None, str, int | None]:
     if port is not None and not 0 < port < 65536:
         raise ConnectError(f"Port {port} in {dest!r} is out of range.")
     return m.group("user"), m.group("v6") or m.group("host"), port
-
-
-def __getattr__(name: str):
-    if name in _CONNECTION_NAMES:
-        from spectui.core.transport import ssh_client
-
-        return getattr(ssh_client, name)
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

@@ -13,6 +13,9 @@ Modules, one job each:
 - ``adaptive``: an ``--speculative-adaptive-config`` proposal in SGLang's own JSON shape;
 - ``variants``: ``--sweep FLAG=V1,V2`` parsing and variant profiles with SGLang's consistency rules;
 - ``sweep``: predictions of named variants, the settings worth running, predicted beside measured, the verdict;
+- ``plan``: the inputs of a tune (``tune_inputs``) and what it runs within its budget (``plan_tune``), one
+  planner for ``spectui tune`` and the console's tune screen;
+- ``why``: why the runs of a profile left nothing to predict from, one clause per run;
 - ``run``: the tune loop itself (``run_tune``), which ``spectui tune`` and the console's tune screen both run.
 
 Typical use::
@@ -25,22 +28,21 @@ Typical use::
 Everything here but ``run`` is pure: frozen dataclasses in, frozen dataclasses out, no I/O.
 """
 
-from spectui.core.tune.acceptance import accept_length, extrapolated_accept_length, needed_rate, survival
-from spectui.core.tune.adaptive import AdaptiveProposal, AdaptiveSlot, adaptive_flag_problem, propose_adaptive_config
-from spectui.core.tune.errors import TuneError
-from spectui.core.tune.predict import (
-    MeasuredRun,
-    Prediction,
-    PredictionTable,
-    StepPoint,
-    candidate_settings,
-    extra_step_ms,
-    measured_from_runs,
-    predict_table,
-    predicted_accept_length,
-)
-from spectui.core.tune.setting import SettingError, SpecSetting
-from spectui.core.tune.variants import SweepAxis, Variant, build_variants, parse_sweep, sglang_adjustments
+from spectui.core import lazy_exports
+
+# each module of the package and the names it gives, loaded when one of them is first asked for
+_EXPORTS = {
+    "acceptance": ["accept_length", "extrapolated_accept_length", "needed_rate", "survival"],
+    "adaptive": ["AdaptiveProposal", "AdaptiveSlot", "adaptive_flag_problem", "propose_adaptive_config"],
+    "errors": ["TuneError"],
+    "predict": [
+        "MeasuredRun", "Prediction", "PredictionTable", "StepPoint", "candidate_settings", "extra_step_ms",
+        "measured_from_runs", "predict_table", "predicted_accept_length",
+    ],
+    "setting": ["SettingError", "SpecSetting"],
+    "variants": ["SweepAxis", "Variant", "build_variants", "parse_sweep", "sglang_adjustments"],
+}
+__getattr__, __dir__ = lazy_exports(__name__, _EXPORTS)
 
 __all__ = [
     "AdaptiveProposal",

@@ -17,11 +17,26 @@ That is exact. Deeper than the run drafted, nothing was observed: the share surv
 further position is extrapolated with the conditional acceptance of the last positions
 (``tail_rate``), held constant. Trees (EAGLE topk > 1, NGRAM) are not prefixes of one chain; for
 them the same arithmetic, applied to the tree's depth cap, is a model.
+
+Per draft position (:func:`positions`): ``P(k) = survival[k]`` is the chance that position ``k`` of the
+chain is accepted in a verify step, for ``k = 1..width`` (``width``: the drafts each verify step proposes,
+``spec_num_proposed_drafts / spec_verify_ct``, i.e. ``speculative_num_draft_tokens - 1``, sglang 0.5.23
+wheel, sglang/srt/managers/tokenizer_manager.py:3155-3157; the histogram itself is only as long as the
+most correct drafts seen, sglang/srt/managers/schedule_batch.py:1566-1572). The accept length it implies is
+``1 + P(1) + ... + P(width)``. The cost model of the marginal position: a verify step with ``k`` draft
+positions costs ``verify(k) = verify(k-1) + c``, ``c`` the extra verify cost of one more position (given,
+e.g. from the verify-cost probe; include the drafting of that position in it if it should count); each
+token a step yields saves one plain decode step ``T``. Position ``k`` then yields ``P(k)`` tokens per step,
+worth ``P(k) T``, for its ``c``: it pays while ``P(k) T >= c``. ``P`` never grows with ``k``, so the paying
+positions are a prefix and the marginal position is the last of them (0: not even the first pays). This
+prices each position against the decode time it saves, not against the speculative step's own throughput
+``L(k) / verify(k)``; it is the rule for where the tail stops paying, not the throughput optimum.
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
 
 from spectui.core.tune.errors import TuneError
 
@@ -68,13 +83,6 @@ def accept_length(histogram: Sequence[int], depth: int | None = None) -> float:
     return 1.0 + sum(n * min(i, cap) for i, n in enumerate(counts)) / total
 
 
-def conditional_rates(histogram: Sequence[int], depth: int) -> list[float | None]:
-    """``q_j = s_j / s_(j-1)`` for ``j = 1..depth``: the chance position ``j`` is accepted given
-    that all before it were (None where no step reached ``j - 1``)."""
-    s = survival(histogram, depth)
-    return [s[j] / s[j - 1] if s[j - 1] > 0 else None for j in range(1, depth + 1)]
-
-
 def tail_rate(histogram: Sequence[int], depth: int, positions: int = TAIL_POSITIONS) -> float:
     """The conditional acceptance of the deepest ``positions`` observed positions, pooled:
     ``(s_(D-m+1) + ... + s_D) / (s_(D-m) + ... + s_(D-1))`` with ``D = depth``, ``m = positions``."""
@@ -114,3 +122,70 @@ def needed_rate(target: float, depth: int) -> float | None:
         else:
             hi = p
     return (lo + hi) / 2
+
+
+def pooled(histograms: Iterable[Sequence[int]]) -> list[int]:
+    """Several correct-drafts histograms (one per request) added index by index."""
+    out: list[int] = []
+    for h in histograms:
+        counts = [int(n) for n in h]
+        out.extend([0] * (len(counts) - len(out)))
+        for i, n in enumerate(counts):
+            out[i] += n
+    return out
+
+
+def position_acceptance(histogram: Sequence[int], width: int) -> list[float]:
+    """``[P(1), ..., P(width)]``: the share of verify steps that accepted draft position ``k``."""
+    if width < 1:
+        raise HistogramError("a verify step must propose at least one draft (width %d)" % width)
+    if deepest(histogram) > width:
+        raise HistogramError("the histogram has steps with %d correct drafts, more than the %d drafts a step "
+                             "proposes" % (deepest(histogram), width))
+    return survival(histogram, width)[1:]
+
+
+@dataclass(frozen=True)
+class Positions:
+    """Acceptance per draft position of one or many requests (see the module docstring).
+
+    ``accepted[k-1]`` is P(k); ``gain_ms[k-1]`` is P(k) times the decode step cost; ``marginal`` the last
+    position whose gain is at least ``position_ms``, the extra verify cost of one more position."""
+
+    width: int
+    verify_steps: int
+    accepted: tuple[float, ...]
+    accept_length: float
+    decode_ms: float
+    position_ms: float
+    gain_ms: tuple[float, ...]
+    marginal: int
+
+
+def positions(histograms: Sequence[int] | Iterable[Sequence[int]], width: int, decode_ms: float,
+              position_ms: float) -> Positions:
+    """P(position k accepted) for ``k = 1..width``, the accept length it implies and the marginal position,
+    from one histogram (a list of counts) or many (pooled). ``decode_ms``: the plain decode step cost;
+    ``position_ms``: the extra verify cost of one more draft position."""
+    items = list(histograms)
+    hist = pooled(items) if items and not isinstance(items[0], (int, float)) else [int(n) for n in items]
+    if decode_ms <= 0 or position_ms < 0:
+        raise HistogramError("the decode step cost must be positive and the per-position cost not negative")
+    accepted = position_acceptance(hist, width)
+    gains = tuple(p * decode_ms for p in accepted)
+    marginal = sum(1 for g in gains if g >= position_ms)
+    return Positions(width, sum(_counts(hist)), tuple(accepted), 1.0 + sum(accepted), decode_ms, position_ms,
+                     gains, marginal)
+
+
+def width_of(meta_infos: Iterable[Mapping]) -> int:
+    """The drafts each verify step proposes, from finished requests' ``meta_info``:
+    ``spec_num_proposed_drafts / spec_verify_ct`` (the same for every request of one server setting)."""
+    widths = set()
+    for meta in meta_infos:
+        proposed, steps = meta.get("spec_num_proposed_drafts"), meta.get("spec_verify_ct")
+        if proposed and steps:
+            widths.add(int(proposed) // int(steps))
+    if len(widths) != 1:
+        raise HistogramError("the requests do not tell one draft width (%s)" % (sorted(widths) or "none"))
+    return widths.pop()

@@ -40,6 +40,7 @@ from statistics import median
 from typing import Any
 
 from spectui.core.probe.predict import StepCosts, decode_comm_ms, forward_allreduces, latency_ms
+from spectui.core.server_frames import WIDTH_IN_FORCE, ServerFrame, settings_in_force
 from spectui.core.tune import acceptance
 from spectui.core.tune.errors import TuneError
 from spectui.core.tune.setting import CHAIN, NGRAM_TREE, SettingError, SpecSetting
@@ -68,6 +69,7 @@ class MeasuredRun:
     points: tuple[StepPoint, ...] = ()
     profile: str | None = None
     source: str | None = None           # where the numbers came from, in words
+    setting_source: str | None = None   # where ``setting``'s width came from (server_frames.WIDTH_IN_FORCE, LAUNCH_FLAG)
 
     def point(self, concurrency: int) -> StepPoint | None:
         for p in self.points:
@@ -157,6 +159,7 @@ class PredictionTable:
         m = self.measured
         return {"measured": {"setting": m.setting.to_dict(), "histogram": list(m.histogram),
                              "accept_length": m.accept_length, "profile": m.profile, "source": m.source,
+                             "setting_source": m.setting_source,
                              "points": [vars(p).copy() for p in m.points]},
                 "rows": [r.to_dict() for r in self.rows],
                 "residual_ms": [{"concurrency": c, "ms": v} for c, v in self.residual_ms],
@@ -310,18 +313,22 @@ def _steps_by_concurrency(runs: Iterable[Any]) -> dict[int, float]:
 
 
 def measured_from_runs(spec_runs: Sequence[Any], baseline_runs: Sequence[Any] = (), *,
-                       setting: SpecSetting | None = None) -> MeasuredRun:
+                       setting: SpecSetting | None = None, frame: ServerFrame | None = None) -> MeasuredRun:
     """A :class:`MeasuredRun` from finished runs (``RunResult`` or its dict) of one speculative
     profile, and optionally of the plain baseline: histograms added, step times the median of the
-    repeats at each concurrency."""
+    repeats at each concurrency. The runs' settings are their server's launch flags (``/server_info``);
+    ``frame``, a live frame of that server, puts the width it runs now over them where it carries one
+    (``--speculative-adaptive`` changes it while serving)."""
     done = [r for r in spec_runs if _get(r, "state") in (None, "done")]
     if not done:
         raise TuneError("no finished run of the speculative profile: benchmark it first")
+    setting_source = None
     if setting is None:
         found = {SpecSetting.from_settings(_get(r, "speculative") or {}) for r in done}
         if len(found) != 1:
             raise TuneError("the runs used different speculative settings: predict from one setting's runs")
-        setting = found.pop()
+        in_force, setting_source = settings_in_force(_get(done[0], "speculative") or {}, frame)
+        setting = SpecSetting.from_settings(in_force) if setting_source == WIDTH_IN_FORCE else found.pop()
     hist: list[int] = []
     for r in done:
         h = (_get(r, "stats") or {}).get("correct_drafts_histogram") or []
@@ -336,7 +343,7 @@ def measured_from_runs(spec_runs: Sequence[Any], baseline_runs: Sequence[Any] = 
     profiles = {_get(r, "profile") for r in done}
     return MeasuredRun(setting=setting, histogram=tuple(hist), points=points,
                        profile=profiles.pop() if len(profiles) == 1 else None,
-                       source=f"{len(done)} benchmark run(s)")
+                       source=f"{len(done)} benchmark run(s)", setting_source=setting_source)
 
 
 __all__ = [

@@ -4,13 +4,16 @@ One loop for every front end: ``spectui tune`` prints it, the console's tune scr
 
 1. check the profile and its baseline with the host's own parser (problems raise
    :class:`TuneProblems`, nothing runs);
-2. the verify-cost probe (instant on the simulated host);
-3. the latest measurement of the profile in the history, else a comparison of the profile with its
-   baseline first;
-4. every candidate setting predicted (:func:`~spectui.core.tune.predict_table`), the most promising
-   chosen as the budget allows (:func:`~spectui.core.tune.sweep.promising_settings`);
-5. those settings compared with the baseline;
-6. predicted beside measured and one recommendation (:func:`~spectui.core.tune.sweep.recommend`).
+2. the plan (:func:`~spectui.core.tune.plan.plan_tune`): what runs within the budget, from the
+   history's measurements and timings on this host;
+3. the verify-cost probe (instant on the simulated host);
+4. the latest measurement of the profile in the history, else a comparison of the profile with its
+   baseline first (then the plan is made again with the time it took);
+5. every candidate setting predicted (:func:`~spectui.core.tune.predict_table`), the most promising
+   chosen as the plan allows (:func:`~spectui.core.tune.sweep.promising_settings`);
+6. those settings compared with the baseline (and the profile, when this tune has not measured it);
+7. predicted beside measured and one recommendation (:func:`~spectui.core.tune.sweep.recommend`),
+   which says where it rests on predictions only.
 
 Each step is reported to ``on_event`` as a :class:`TuneEvent` (the comparisons' own
 :class:`~spectui.core.bench.CompareEvent` inside ``compare`` events); :func:`run_tune` returns a
@@ -20,14 +23,12 @@ Each step is reported to ``on_event`` as a :class:`TuneEvent` (the comparisons' 
 
 from __future__ import annotations
 
-import math
 import time
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
 from spectui.core.bench import CompareEvent, run_comparison
-from spectui.core.bench.presets import Preset
 from spectui.core.bench.runs import host_label
 from spectui.core.errors import AgentCallError, Disconnected, SpectuiError
 from spectui.core.flagcheck import check_on_host
@@ -35,18 +36,15 @@ from spectui.core.probe import ProbeOptions, probe_params, run_probe
 from spectui.core.profiles import Profile
 from spectui.core.session import Session
 from spectui.core.tune.errors import TuneError
+from spectui.core.tune.plan import (DEFAULT_BUDGET_MIN, MAX_SETTINGS, TUNE_PRESET, TuneInputs, TunePlan, plan_tune)
 from spectui.core.tune.predict import MeasuredRun, PredictionTable, predict_table
 from spectui.core.tune.sweep import (Recommendation, VariantPrediction, baseline_for, history_measured,
                                      predict_variants, predicted_vs_measured, promising_settings, recommend,
                                      variant_for_setting)
 from spectui.core.tune.variants import Variant
+from spectui.core.tune.why import why_no_histogram
 
 SCHEMA = "spectui.tune/1"
-TUNE_PRESET = "tune"
-DEFAULT_BUDGET_MIN = 8.0
-MAX_SETTINGS = 3
-SWITCH_S = 10.0   # a guess at one switch when no comparison has been timed yet
-RUN_S = 30.0      # a guess at one run of the preset, likewise
 
 
 class TuneProblems(TuneError):
@@ -67,7 +65,8 @@ class TuneEvent:
     number from 1, ``names``: its profiles in order, ``variants``: server name -> display name),
     ``compare`` (``compare``: one :class:`CompareEvent` of comparison ``index``), ``compared``
     (``comparison``: its dict, ``beside``: predicted beside measured so far), ``problems``
-    (``problems`` the host's parser found in the chosen settings; ``text`` closes them), ``note``.
+    (``problems`` the host's parser found in the chosen settings; ``text`` closes them), ``note``,
+    ``planned`` (``plan``: the :class:`~spectui.core.tune.plan.TunePlan`, ``text`` it in one line).
     """
 
     kind: str
@@ -81,6 +80,7 @@ class TuneEvent:
     table: PredictionTable | None = None
     predictions: tuple[VariantPrediction, ...] = ()
     problems: tuple[Exception, ...] = ()
+    plan: TunePlan | None = None
 
 
 @dataclass(frozen=True)
@@ -95,6 +95,7 @@ class TuneOutcome:
     beside: tuple[dict, ...]
     recommendation: Recommendation
     variants: tuple[Variant, ...] = ()
+    plan: TunePlan | None = None
 
     @property
     def notes(self) -> list[str]:
@@ -146,49 +147,53 @@ async def problems_on_host(session: Session, profiles: Sequence[Profile]) -> lis
     return out
 
 
-def _covers(measured: MeasuredRun | None, concurrencies: Sequence[int]) -> bool:
-    return measured is not None and all(
-        (p := measured.point(c)) is not None and p.spec_step_ms and p.base_step_ms for c in concurrencies)
-
-
-def _covers_from_comps(comps: Sequence[dict], name: str) -> bool:
-    return any(row["name"] == name and row.get("cells") for c in comps for row in c["profiles"])
-
-
-async def run_tune(session: Session, profile: Profile, baseline: Profile, preset: Preset, *,
-                   budget_s: float, max_settings: int = MAX_SETTINGS, store=None,
+async def run_tune(session: Session, inputs: TuneInputs, *, store=None,
                    on_event: Callable[[TuneEvent], None] | None = None, force: bool = False,
                    stop_after: bool = False,
                    reconnect: Callable[[Disconnected, str], Awaitable[Session]] | None = None,
                    session_of: Callable[[], Session] | None = None) -> TuneOutcome:
-    """Tune ``profile`` against ``baseline`` on ``session``'s host within ``budget_s`` seconds.
+    """Tune ``inputs.profile`` against ``inputs.baseline`` on ``session``'s host within ``inputs.budget_s``.
 
-    ``store`` (a :class:`~spectui.core.history.HistoryStore`) is read for earlier measurements and
+    What runs is :func:`~spectui.core.tune.plan.plan_tune`'s plan, made from the history before anything
+    runs and again after a first measurement (with the time it took). ``store`` (a
+    :class:`~spectui.core.history.HistoryStore`) is read for earlier measurements and timings and
     receives every run and comparison. ``reconnect`` follows a run on after a dropped connection
     (as :func:`run_comparison` does); ``session_of`` gives the session to go on with afterwards
     (default: ``session``)."""
+    profile, baseline, preset, budget_s = inputs.profile, inputs.baseline, inputs.preset, inputs.budget_s
     if profile.algorithm is None:
         raise TuneError(f"{profile.name} has no speculative algorithm: tune a speculative profile")
     emit = on_event or (lambda ev: None)
     current = session_of or (lambda: session)
     t0 = time.monotonic()
-    budget_s = max(0.0, float(budget_s))
     concs = list(preset.concurrency)
     comps: list[dict] = []
     report: dict[str, Any] = {"schema": SCHEMA, "profile": profile.name, "baseline": baseline.name,
                               "preset": preset.name, "concurrencies": concs, "budget_s": budget_s, "notes": []}
 
-    async def compare(profiles: list[Profile], variants: list[Variant]) -> dict:
+    def history() -> list:
+        return store.runs() if store is not None else []
+
+    async def compare(profiles: list[Profile], variants: list[Variant]) -> tuple[dict, list, dict]:
         index = len(comps) + 1
+        results: list = []
+        failed: dict[str, str] = {}
+
+        def relay(ev: CompareEvent) -> None:
+            if ev.kind == "run_finished" and ev.result is not None:
+                results.append(ev.result)
+            elif ev.kind == "switch_failed":
+                failed[ev.profile] = str(ev.detail)
+            emit(TuneEvent("compare", index=index, compare=ev))
+
         emit(TuneEvent("compare_started", index=index, names=tuple(p.name for p in profiles),
                        variants={v.server_name: v.display_name for v in variants}))
-        comp = await run_comparison(current(), profiles, preset, baseline=baseline.name, store=store,
-                                    on_event=lambda ev: emit(TuneEvent("compare", index=index, compare=ev)),
+        comp = await run_comparison(current(), profiles, preset, baseline=baseline.name, store=store, on_event=relay,
                                     force=force, stop_after=stop_after, reconnect=reconnect,
                                     variants=variant_meta(variants))
         comps.append(comp)
         emit(TuneEvent("compared", index=index, comparison=comp))
-        return comp
+        return comp, results, failed
 
     emit(TuneEvent("stage", "checking the profiles with the host's SGLang parser"))
     problems = await problems_on_host(session, [baseline, profile])
@@ -196,74 +201,88 @@ async def run_tune(session: Session, profile: Profile, baseline: Profile, preset
         raise TuneProblems(problems, "nothing was tuned: fix the profile first.")
     host = host_label(session)
     report["host"] = host
+    plan = plan_tune(inputs, history(), host)
+    report["plan"] = plan.to_dict()
+    emit(TuneEvent("planned", plan_text(plan), plan=plan))
     emit(TuneEvent("stage", "running the verify-cost probe"))
     probe, why = await probe_for(session, profile)
     if probe is None:
         raise TuneError(why)
-    runs = store.runs() if store is not None else []
-    measured = history_measured(runs, profile.name, host=host, baseline=baseline.name)
-    per_profile = None
-    if not _covers(measured, concs):
+    measured = history_measured(history(), profile.name, host=host, baseline=baseline.name)
+    if plan.measure_first:
         emit(TuneEvent("stage", f"measuring {profile.name} and {baseline.name} first ({preset.describe()})"))
-        started = time.monotonic()
-        await compare([baseline, profile], [])
-        per_profile = (time.monotonic() - started) / 2
-        measured = history_measured(store.runs() if store is not None else [], profile.name, host=host,
-                                    baseline=baseline.name)
+        _, results, failed = await compare([baseline, profile], [])
+        measured = history_measured(history(), profile.name, host=host, baseline=baseline.name)
         if measured is None:
-            raise TuneError(f"the runs of {profile.name} kept no correct-drafts histogram: nothing to predict from")
+            raise TuneError(why_no_histogram(profile.name, [r for r in results if r.profile == profile.name],
+                                             switch_failure=failed.get(profile.name)))
+        plan = plan_tune(inputs, history(), host, spent_s=time.monotonic() - t0, first_done=True)
+        report["plan"] = plan.to_dict()
+        emit(TuneEvent("planned", plan_text(plan), plan=plan))
     report["measured_from"] = measured.source
     emit(TuneEvent("stage", "predicting every setting"))
     table = predict_table(measured, probe, concurrencies=concs)
     report["predictions"] = table.to_dict()
-    if per_profile is None:
-        per_profile = SWITCH_S + len(concs) * preset.repeats * RUN_S
-    left = budget_s - (time.monotonic() - t0) - per_profile  # the baseline is measured again beside them
-    fits = max(0, math.floor(left / per_profile)) if per_profile > 0 else 0
-    count = min(max(0, max_settings), fits)
     variants: list[Variant] = []
-    for s in promising_settings(table, count):
+    for s in promising_settings(table, plan.settings):
         v = variant_for_setting(profile, s)
         if v.problems:
             report["notes"].append(f"{v.display_name}: " + "; ".join(v.problems))
             continue
         variants.append(v)
-    report["estimate_per_setting_s"] = per_profile
+    report["estimate_per_setting_s"] = plan.per_profile_s
     preds = predict_variants(measured, probe, [(profile.name, profile)] + [(v.display_name, v.profile)
                                                                             for v in variants], concs)
     report["chosen"] = [vp.to_dict() for vp in preds]
-    emit(TuneEvent("predicted", table=table, predictions=preds))
-    if not variants:
-        report["notes"].append(f"the budget of {budget_s / 60:g} min left no time to measure other settings "
-                               f"(about {per_profile:.0f} s each)" if count == 0 else
-                               "no other setting could be measured")
-    else:
+    emit(TuneEvent("predicted", table=table, predictions=preds, plan=plan))
+    if plan.note():
+        report["notes"].append(plan.note())
+    elif not variants:
+        report["notes"].append("no other setting could be measured")
+    others = [baseline] + ([profile] if plan.compare_profile else [])
+    if variants:
         problems = await problems_on_host(current(), [v.profile for v in variants])
         if problems:
             closing = "the predicted settings were not run."
             report["notes"].append(f"{len(problems)} problem{'s' if len(problems) != 1 else ''} with the predicted "
                                    f"settings on this host: {problems[0]}")
             emit(TuneEvent("problems", closing, problems=tuple(problems)))
-        else:
-            emit(TuneEvent("stage", f"comparing {len(variants)} predicted setting{'s' if len(variants) != 1 else ''} "
-                                    f"with {baseline.name}"))
-            if _covers_from_comps(comps, profile.name):
-                await compare([baseline, *[v.profile for v in variants]], variants)
-            else:
-                await compare([baseline, profile, *[v.profile for v in variants]], variants)
+            variants = []
+    if variants or (plan.compare_profile and plan.measures_anything):
+        what = (f"{len(variants)} predicted setting{'s' if len(variants) != 1 else ''}" if variants else profile.name)
+        emit(TuneEvent("stage", f"comparing {what} with {baseline.name}"))
+        await compare([*others, *[v.profile for v in variants]], variants)
     names = {v.server_name: v.display_name for v in variants}
     beside: list[dict] = []
     for comp in comps:
         beside += predicted_vs_measured(comp, [vp for vp in preds if any(
             row["name"] == vp.server for row in comp["profiles"])])
-    rec = recommend(comps, concs, names)
+    rec = recommend(comps, concs, names, table=table)
     report.update(comparisons=[c.get("id") for c in comps], predicted_vs_measured=beside,
                   recommendation=rec.to_dict(), elapsed_s=time.monotonic() - t0)
     outcome = TuneOutcome(report=report, measured=measured, table=table, predictions=preds, comparisons=tuple(comps),
-                          beside=tuple(beside), recommendation=rec, variants=tuple(variants))
+                          beside=tuple(beside), recommendation=rec, variants=tuple(variants), plan=plan)
     return outcome
 
 
-__all__ = ["DEFAULT_BUDGET_MIN", "MAX_SETTINGS", "SCHEMA", "TUNE_PRESET", "TuneEvent", "TuneOutcome", "TuneProblems",
+def plan_text(plan: TunePlan) -> str:
+    """The plan in one line, as both front ends show it."""
+    first = "measure the profile and its baseline first, then " if plan.measure_first else ""
+    if plan.settings:
+        then = f"compare {plan.settings} predicted setting{'s' if plan.settings != 1 else ''} with the baseline"
+    elif plan.compare_profile and plan.runs:
+        then = "compare the profile with its baseline (no time for other settings)"
+    elif plan.compare_profile:
+        then = "measure nothing (no time): predictions only"
+    else:
+        then = "measure no other setting (no time left)"
+    runs = (f"{len(plan.runs)} run{'s' if len(plan.runs) != 1 else ''} of about {plan.run_s:.0f} s"
+            if plan.runs else f"no more runs (about {plan.run_s:.0f} s each)")
+    return (f"plan: {first}{then}; {runs} ({plan.run_basis}), switches about {plan.switch_s:.0f} s, "
+            f"about {plan.total_s / 60:.1f} of {plan.budget_s / 60:g} min")
+
+
+__all__ = ["DEFAULT_BUDGET_MIN", "MAX_SETTINGS", "SCHEMA", "TUNE_PRESET", "TuneEvent", "TuneInputs", "plan_text",
+           "TuneOutcome", "TuneProblems",
            "lookup_baseline", "probe_for", "problems_on_host", "run_tune", "swept_axis", "swept_value",
            "variant_meta"]

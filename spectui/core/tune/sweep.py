@@ -27,6 +27,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from spectui.core.profiles import Profile
+from spectui.core.server_frames import ServerFrame, settings_in_force
 from spectui.core.tune.errors import TuneError
 from spectui.core.tune.predict import MeasuredRun, Prediction, PredictionTable, measured_from_runs, predict_table
 from spectui.core.tune.setting import SpecSetting
@@ -51,8 +52,9 @@ def _done(run: Mapping) -> bool:
 
 
 def history_measured(runs: Sequence[Mapping], profile: str, *, host: str | None = None,
-                     baseline: str | None = None) -> MeasuredRun | None:
-    """The latest measurement of ``profile`` in ``runs`` (history dicts, oldest first)."""
+                     baseline: str | None = None, frame: ServerFrame | None = None) -> MeasuredRun | None:
+    """The latest measurement of ``profile`` in ``runs`` (history dicts, oldest first); ``frame``: a live frame
+    of ``profile``'s server, whose width in force replaces the runs' launch flags (``measured_from_runs``)."""
     mine = [r for r in runs if r.get("profile") == profile and _done(r) and (host is None or r.get("host") == host)
             and r.get("speculative")]
     if not mine:
@@ -68,13 +70,13 @@ def history_measured(runs: Sequence[Mapping], profile: str, *, host: str | None 
             last = theirs[-1].get("comparison_key")
             base = [r for r in theirs if r.get("comparison_key") == last] if last else [theirs[-1]]
     try:
-        measured = measured_from_runs(spec, base)
+        measured = measured_from_runs(spec, base, frame=frame)
     except TuneError:
         return None
     ids = [r.get("id") for r in spec if r.get("id") is not None]
     src = f"history run{'s' if len(ids) > 1 else ''} {', '.join(map(str, ids))}" if ids else measured.source
     return MeasuredRun(setting=measured.setting, histogram=measured.histogram, points=measured.points,
-                       profile=profile, source=src)
+                       profile=profile, source=src, setting_source=measured.setting_source)
 
 
 @dataclass(frozen=True)
@@ -86,6 +88,7 @@ class VariantPrediction:
     setting: SpecSetting | None
     rows: tuple[Prediction, ...] = ()
     reason: str | None = None                  # why there is no prediction
+    setting_source: str | None = None          # where the setting's width came from (WIDTH_IN_FORCE, LAUNCH_FLAG)
 
     def at(self, concurrency: int) -> Prediction | None:
         return next((r for r in self.rows if r.concurrency == concurrency), None)
@@ -93,18 +96,21 @@ class VariantPrediction:
     def to_dict(self) -> dict[str, Any]:
         return {"name": self.name, "server": self.server,
                 "setting": self.setting.to_dict() if self.setting else None,
-                "rows": [r.to_dict() for r in self.rows], "reason": self.reason}
+                "rows": [r.to_dict() for r in self.rows], "reason": self.reason, "setting_source": self.setting_source}
 
 
 def predict_variants(measured: MeasuredRun, probe: dict, named: Sequence[tuple[str, Profile]],
-                     concurrencies: Sequence[int], costs=None) -> tuple[VariantPrediction, ...]:
-    """Predictions for ``(display name, profile)`` pairs at ``concurrencies``."""
+                     concurrencies: Sequence[int], costs=None,
+                     frames: Mapping[str, ServerFrame] | None = None) -> tuple[VariantPrediction, ...]:
+    """Predictions for ``(display name, profile)`` pairs at ``concurrencies``. ``frames`` (server name -> its
+    latest live frame): a profile whose server runs now predicts the width in force there, not its launch flag."""
     out = []
     for name, prof in named:
         try:
-            setting = SpecSetting.from_settings(prof.speculative_settings())
+            settings, source = settings_in_force(prof.speculative_settings(), (frames or {}).get(prof.name))
+            setting = SpecSetting.from_settings(settings)
             table = predict_table(measured, probe, costs, settings=[setting], concurrencies=list(concurrencies))
-            out.append(VariantPrediction(name, prof.name, setting, table.rows))
+            out.append(VariantPrediction(name, prof.name, setting, table.rows, setting_source=source))
         except TuneError as exc:
             out.append(VariantPrediction(name, prof.name, None, reason=str(exc)))
     return tuple(out)
@@ -177,11 +183,21 @@ class Pick:
     l_star: float | None
     beats_baseline: bool
     comparison: str | None = None
+    predicted: bool = False     # nothing was measured here: ``name`` and ``speedup`` are the model's best
+
+    @property
+    def predicted_win(self) -> bool:
+        return self.predicted and self.speedup is not None and self.speedup > 1.0
 
     def sentence(self) -> str:
         c = f"concurrency {self.concurrency}"
         if self.name is None:
             return f"{c}: nothing was measured"
+        if self.predicted:
+            if self.predicted_win:
+                return f"{c}: nothing was measured; predicted: {self.name} at {self.speedup:.2f}x the baseline"
+            return (f"{c}: nothing was measured; predicted: no setting beats the baseline (best predicted: "
+                    f"{self.name} at {self.speedup:.2f}x)")
         noise = f", within noise (spread ±{self.spread:.0%})" if self.noise else \
             (f", spread ±{self.spread:.0%}" if self.spread is not None else ", one repeat: no spread")
         if self.beats_baseline:
@@ -203,24 +219,71 @@ class Recommendation:
     names: Mapping[str, str] = field(default_factory=dict)
 
     @property
+    def unmeasured(self) -> tuple[int, ...]:
+        """The concurrencies where nothing was measured."""
+        return tuple(p.concurrency for p in self.picks if p.name is None or p.predicted)
+
+    @property
+    def predicted_only(self) -> bool:
+        """Nothing was measured at any concurrency: whatever the summary says is a prediction (or withheld)."""
+        return bool(self.picks) and len(self.unmeasured) == len(self.picks)
+
+    @property
     def summary(self) -> str:
+        gaps = self.unmeasured
+        if self.predicted_only and not any(p.predicted for p in self.picks):
+            return f"no recommendation: nothing was measured at concurrency {_levels(gaps)}"
+        if self.predicted_only:
+            winners = {p.name for p in self.picks if p.predicted_win}
+            why = f" (nothing measured at concurrency {_levels(gaps)})"
+            if not winners:
+                return "predicted: keep speculation off" + why
+            if len(winners) == 1 and all(p.predicted_win for p in self.picks):
+                return f"predicted: use {winners.pop()}" + why
+            return "predicted: use " + "; ".join(_part(p) for p in self.picks) + why
         winners = {p.name for p in self.picks if p.beats_baseline}
-        if not winners:
-            return "no setting beats the baseline at any concurrency measured: keep speculation off here"
-        if len(winners) == 1 and all(p.beats_baseline for p in self.picks):
-            return f"use {winners.pop()}: it is the fastest measured at every concurrency"
-        parts = [f"{p.name} at concurrency {p.concurrency}" if p.beats_baseline
-                 else f"no speculation at concurrency {p.concurrency}" for p in self.picks]
-        return "use " + "; ".join(parts)
+        if not gaps:
+            if not winners:
+                return "no setting beats the baseline at any concurrency measured: keep speculation off here"
+            if len(winners) == 1 and all(p.beats_baseline for p in self.picks):
+                return f"use {winners.pop()}: it is the fastest measured at every concurrency"
+        return "use " + "; ".join(_part(p) for p in self.picks)
 
     def to_dict(self) -> dict[str, Any]:
-        return {"summary": self.summary, "per_concurrency": [p.to_dict() for p in self.picks]}
+        return {"summary": self.summary, "predicted_only": self.predicted_only, "unmeasured": list(self.unmeasured),
+                "per_concurrency": [p.to_dict() for p in self.picks]}
+
+
+def _levels(concurrencies: Sequence[int]) -> str:
+    names = [str(c) for c in concurrencies]
+    return names[0] if len(names) == 1 else ", ".join(names[:-1]) + " or " + names[-1]
+
+
+def _part(p: Pick) -> str:
+    c = f"at concurrency {p.concurrency}"
+    if p.name is None:
+        return f"nothing measured {c}"
+    if p.predicted:
+        return f"predicted: {p.name} {c}" if p.predicted_win else f"predicted: no speculation {c}"
+    return f"{p.name} {c}" if p.beats_baseline else f"no speculation {c}"
+
+
+def _predicted_pick(table: PredictionTable | None, c: int) -> Pick:
+    rows = [r for r in (table.at(c) if table is not None else ()) if r.speedup_vs_baseline is not None]
+    if not rows:
+        return Pick(c, None, None, None, None, None, None, None, None, False)
+    best = max(rows, key=lambda r: r.speedup_vs_baseline)
+    base = 1000.0 / best.baseline_tok_s if best.baseline_tok_s else None
+    return Pick(c, best.setting.label, best.speedup_vs_baseline, None, None, best.accept_length, best.step_ms, base,
+                best.lstar, False, predicted=True)
 
 
 def recommend(comps: Sequence[Mapping], concurrencies: Sequence[int],
-              names: Mapping[str, str] | None = None) -> Recommendation:
+              names: Mapping[str, str] | None = None, *, table: PredictionTable | None = None) -> Recommendation:
     """The best measured non-baseline row per concurrency over ``comps`` (each against its own
-    baseline); it beats the baseline when its speedup is above 1 and not within noise."""
+    baseline); it beats the baseline when its speedup is above 1 and not within noise. Where nothing
+    was measured, ``table``'s best predicted setting, marked predicted (it never beats the baseline:
+    the summary says ``predicted:``); without a table, nothing."""
     names = dict(names or {})
     picks = []
     for c in concurrencies:
@@ -238,7 +301,7 @@ def recommend(comps: Sequence[Mapping], concurrencies: Sequence[int],
                 if best is None or cell["speedup"] > best[0]:
                     best = (cell["speedup"], comp, row, cell, bcell)
         if best is None:
-            picks.append(Pick(c, None, None, None, None, None, None, None, None, False))
+            picks.append(_predicted_pick(table, c))
             continue
         speedup, comp, row, cell, bcell = best
         spreads = [s for s in ((cell.get("tok_s") or {}).get("spread"), (bcell.get("tok_s") or {}).get("spread"))

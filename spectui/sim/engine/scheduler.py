@@ -164,6 +164,7 @@ class Scheduler:
         self.prefix_cache = PrefixCache(enabled=config.enable_prefix_cache)
         self.waiting: Deque[Request] = collections.deque()
         self.running: List[Request] = []
+        self.prefilling: List[Request] = []  # the batch whose prefill runs now: neither waiting nor running
         self._wakeup = asyncio.Event()
         self._next: Optional[float] = None
         self.hung = False
@@ -191,6 +192,7 @@ class Scheduler:
         self.max_in_flight = 0
         self._gauge_running = 0  # what num_running_reqs / gen_throughput last said
         self._gauge_gen = 0.0
+        self.idle_since: Optional[float] = None  # when the scheduler last ran out of work (None: busy)
 
     # -- requests ---------------------------------------------------------------------------
     def submit(self, req: Request) -> None:
@@ -200,7 +202,12 @@ class Scheduler:
 
     @property
     def busy_now(self) -> bool:
-        return bool(self.waiting or self.running)
+        return bool(self.waiting or self.prefilling or self.running)
+
+    def in_flight(self) -> List[Request]:
+        """Every request the server holds and has not finished: queued, in the prefill that runs now, or
+        decoding (SGLang counts a request from its arrival to its end: tokenizer_manager's ``rid_to_state``)."""
+        return list(self.waiting) + list(self.prefilling) + list(self.running)
 
     def submit_health_check(self, req: Request) -> bool:
         """Run a health-check request only when idle (else running requests vouch for the
@@ -227,7 +234,7 @@ class Scheduler:
 
     def flush(self) -> bool:
         """``/flush_cache``: only when idle, as SGLang does."""
-        if self.waiting or self.running:
+        if self.busy_now:
             return False
         self.prefix_cache.reset()
         self.speculator.reset()
@@ -258,6 +265,8 @@ class Scheduler:
                 self._next = None
                 prev_wake = None
                 self._on_idle()
+                if self.idle_since is None:
+                    self.idle_since = time.monotonic()
                 self._wakeup.clear()
                 timeout = None
                 if self.metrics is not None:
@@ -266,6 +275,7 @@ class Scheduler:
                     await asyncio.wait_for(self._wakeup.wait(), timeout)
                 except asyncio.TimeoutError:
                     pass
+                self._count_idle()
                 continue
             now = loop.time()
             start = self._next if (self._next is not None and now - self._next < RESYNC_S) else now
@@ -318,6 +328,7 @@ class Scheduler:
             new_tokens += n - req.cached_tokens
             used += n
             batch.append(req)
+        self.prefilling = batch
         num_token = self.num_used_tokens + sum(len(r.prompt_ids) for r in batch)
         produced = 0
         for req in batch:
@@ -362,6 +373,7 @@ class Scheduler:
 
         def finish():
             t = time.monotonic()
+            self.prefilling = []
             for req in batch:
                 self._publish(req, t)
                 if req.finished:
@@ -375,6 +387,8 @@ class Scheduler:
             c.prefill_tokens += produced
             if m is not None:
                 m.realtime_tokens(prefill_compute=new_tokens, prefill_cache=cached_total)
+                m.forward_pass("prefill", prefill_graph)
+                m.forward_seconds({"extend": dur_ms / 1000.0})
 
         return dur_ms, produced, finish
 
@@ -398,10 +412,15 @@ class Scheduler:
                 correct_sum += correct
                 corrects.append(correct)
         bs = len(batch)
-        # adaptive speculation at 0 steps drafts nothing: a plain forward
-        algorithm = "NONE" if adaptive is not None and spec.num_steps == 0 else spec.algorithm
+        # adaptive speculation at 0 steps drafts nothing, yet the target still runs its verify forward with a
+        # one-node tree and the draft its extend (sglang 0.5.23 wheel, sglang/srt/speculative/eagle_worker_v2.py:
+        # 1469-1472, 1490-1500; _build_trivial_verify_input, 1678-1686): the cost model's EAGLE step at 0 steps
+        algorithm = spec.algorithm
         dur_ms = self.slow_factor * self.cost.step_ms(algorithm, bs, spec.num_steps, spec.eagle_topk,
                                                       spec.num_draft_tokens)
+        cuda_graph = bs <= self.cuda_graph_max_bs
+        device_s = {category: self.slow_factor * ms / 1000.0 for category, ms in self.cost.forward_parts(
+            algorithm, bs, spec.num_steps, spec.eagle_topk, spec.num_draft_tokens, cuda_graph).items()}
         if adaptive is not None and corrects:
             adaptive.after_verify(corrects, bs)
             self.speculator.set_steps(adaptive.steps)
@@ -430,6 +449,8 @@ class Scheduler:
                 c.correct_drafts += correct_sum
             if self.metrics is not None:
                 self.metrics.realtime_tokens(decode=generated)
+                self.metrics.forward_pass("decode", cuda_graph)
+                self.metrics.forward_seconds(device_s)
             if spec.enabled:
                 self._win_accept += accept
                 self._win_correct += correct_sum
@@ -501,11 +522,19 @@ class Scheduler:
         m.num_used_tokens.set(0)
         self.last_stats_log = now
 
+    def _count_idle(self) -> None:
+        """Add the idle wall time since the last count to ``scheduler_idle_seconds_total``."""
+        now = time.monotonic()
+        if self.idle_since is not None and self.metrics is not None:
+            self.metrics.idle_seconds(now - self.idle_since)
+        self.idle_since = now if not (self.waiting or self.running) else None
+
     def _fail_all(self, now: float) -> None:
-        for req in list(self.waiting) + list(self.running):
+        for req in self.in_flight():
             req.abort("internal error")
             self._finish(req, now)
         self.waiting.clear()
+        self.prefilling = []
         self.running = []
 
     # -- results ------------------------------------------------------------------------------------

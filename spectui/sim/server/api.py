@@ -181,7 +181,7 @@ class Api:
                 "Cache flushed.\nPlease check backend logs for more details. "
                 "(When there are running or waiting requests, the operation will not be performed.)\n"
             )
-        running = len(sched.running) if sched else 0
+        running = len(sched.running) + len(sched.prefilling) if sched else 0
         queued = len(sched.waiting) if sched else 0
         self.s.log.rank0("Cache not flushed because there are pending requests. #queue-req: %d, #running-req: %d" % (queued, running))
         return HttpResponse.text("Flush cache failed.\n", 400)

@@ -28,9 +28,9 @@ from spectui.sim.engine.request import Request, SamplingParams
 from spectui.sim.engine.scheduler import Scheduler, SchedulerConfig
 from spectui.sim.hardware import cost_model
 from spectui.sim.logfmt import LogFormat, SimLogger
-from spectui.sim.metrics import ServerMetrics
+from spectui.sim.metrics import ServerMetrics, device_timer_on
 from spectui.sim.model.markov import get_model
-from spectui.sim.ranks import RankGroup
+from spectui.sim.ranks import RankGroup, rank_group
 from spectui.sim.server.api import Api
 from spectui.sim.server.config import ConfigError, ServerConfig, resolve, state_dir_of
 from spectui.sim.server.http import HttpServer
@@ -68,8 +68,8 @@ class SimServer:
         self.args = cfg.args
         self.fmt = LogFormat(cfg.era)
         self.log = node_logger(cfg)
-        self.metrics = ServerMetrics(cfg.served_model_name, era=cfg.era, dp_size=getattr(self.args, "dp_size", 1) or 1) \
-            if self.args.enable_metrics else None
+        self.metrics = ServerMetrics(cfg.served_model_name, era=cfg.era, dp_size=getattr(self.args, "dp_size", 1) or 1,
+                                     device_timer=device_timer_on(os.environ)) if self.args.enable_metrics else None
         self.model = get_model()
         self.state_dir = state_dir_of(self.args)
         self.ready = False
@@ -306,7 +306,7 @@ class SimServer:
         log.info(self._server_args_line())
         for w in cfg.warnings:
             log.info(w)
-        self.ranks = RankGroup(self.state_dir, gpus, orphan_timeout=args.sim_orphan_timeout, tp_size=cfg.tp_size)
+        self.ranks = rank_group(self.state_dir, gpus, orphan_timeout=args.sim_orphan_timeout, tp_size=cfg.tp_size)
         self.ranks.start()
         publisher = asyncio.create_task(self._publish_loop())
         if cfg.nnodes > 1:
@@ -395,7 +395,7 @@ class SimServer:
             if self.status == "UnHealthy":
                 log.info("Signal SIGTERM received while health check failed. Force exiting.")
                 return
-            rids = [r.rid for r in list(sched.waiting) + list(sched.running)] if sched is not None else []
+            rids = [r.rid for r in sched.in_flight()] if sched is not None else []
             log.info("Gracefully exiting... Remaining number of requests %d. Remaining requests remaining_rids=%r."
                      % (len(rids), rids))
             if not rids:

@@ -36,7 +36,7 @@ from typing import Optional
 
 from spectui.sim import faults
 from spectui.sim.dist import NodeLink, peer_closed
-from spectui.sim.ranks import RankGroup
+from spectui.sim.ranks import RankGroup, rank_group
 from spectui.sim.server.config import ServerConfig, state_dir_of
 from spectui.sim.server.http import HttpRequest, HttpResponse, HttpServer
 from spectui.sim.server.node import host_gpus, node_logger, scheduler_died, server_args_line
@@ -166,7 +166,7 @@ class FollowerNode:
         log.info(server_args_line(cfg))
         for w in cfg.warnings:
             log.info(w)
-        self.ranks = RankGroup(self.state_dir, gpus, orphan_timeout=args.sim_orphan_timeout,
+        self.ranks = rank_group(self.state_dir, gpus, orphan_timeout=args.sim_orphan_timeout,
                                first_rank=cfg.first_rank, tp_size=cfg.tp_size)
         self.ranks.start()
         startup = Startup(cfg, log, self.ranks, total_mib, args.sim_load_time * args.sim_time_scale,

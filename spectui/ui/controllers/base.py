@@ -7,6 +7,7 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
+    from spectui.core.console import HostConsole
     from spectui.core.live import HostLink
     from spectui.core.session import Session
     from spectui.ui.app import SpectuiApp
@@ -31,11 +32,34 @@ class Controller:
         self.app = app
 
     @property
+    def console(self) -> HostConsole:
+        """The shown host's console: its link, profiles and state."""
+        return self.app.host
+
+    @property
     def link(self) -> HostLink | None:
-        return self.app.link
+        return self.app.host.link
+
+    def ready_link(self) -> HostLink | None:
+        """The link, when an action may start on the shown host now; else None, and a notification says why."""
+        return self.app.ready_link()
+
+    def push_screen(self, screen, callback=None) -> None:
+        self.app.push_screen(screen, callback)
 
     def notify(self, message: str, **kw: Any) -> None:
         self.app.notify(message, **kw)
+
+    def changed(self, what=None) -> None:
+        """What the panels show changed (``what``: panel names; None: everything): the next redraw draws it."""
+        if what is None:
+            self.app.changed()
+        else:
+            self.app.changed(what)
+
+    def activity(self, key: str, text: str | None) -> None:
+        """The banner's line for work going on (``key``: a probe, a source fetch); None ends it."""
+        self.app.set_activity(key, text)
 
     def refresh(self) -> None:
         """Redraw at once (after a key or a result)."""
@@ -46,4 +70,5 @@ class Controller:
         """A session is up (the first, or after a drop): what this feature needs of each session starts here."""
 
     def host_changed(self) -> None:
-        """The dashboard now shows another host (several hosts): drop what was held of the previous one."""
+        """The dashboard now shows another host (several hosts): what the screen held of the previous one goes
+        (each host's own state stays in its console)."""

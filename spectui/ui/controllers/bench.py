@@ -1,7 +1,8 @@
 """Benchmarks from the console: ``space`` marks, ``b`` runs a preset, ``B`` compares, ``v``, ``c``, ``e``.
 
-:class:`BenchController` owns the marks, the job (one benchmark at a time, a
-:class:`~spectui.ui.benchjob.BenchJob`) and the progress of the session's runs; its workers save to the history. The bench API
+:class:`BenchController` owns the marks and the progress of the session's runs; the job (one benchmark at a time
+per host, a :class:`~spectui.core.console.benchjob.BenchJob`) is the host's console's, holds that host's action seat
+for its whole run and stays with its host when another is shown; its workers save to the history. The bench API
 pauses the demo traffic while it measures and gives it back; the console keeps it paused (the
 ``t`` key and the reconnection both wait) until the benchmark ends. A server that another run
 measures (another console's, or ``spectui bench``'s) is refused by the host: the benchmark screen
@@ -11,39 +12,32 @@ and a notification show the host's sentence naming that run.
 from __future__ import annotations
 
 import asyncio
-import sqlite3
 import time
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from textual.worker import WorkerCancelled, WorkerFailed
 
+from spectui.agent.protocol import Event as WireEvent
 from spectui.agent.protocol import ServerState
-from spectui.core.bench import (
-    BENCH_BUSY,
-    BenchError,
-    CompareEvent,
-    Preset,
-    PresetError,
-    ProgressBoard,
-    RunHandle,
-    RunResult,
-    default_baseline,
-    load_presets,
-    run_comparison,
-    start_run,
-    watch_running,
-)
-from spectui.core.bench.runs import host_label
+from spectui.core.bench.progress import BENCH_BUSY, ProgressBoard
 from spectui.core.errors import AgentCallError, Disconnected, SpectuiError
-from spectui.core.history import HistoryError, HistoryStore
 from spectui.core.paths import user_data_dir
 from spectui.core.profiles import Profile
 from spectui.core.servers import SERVER_BENCHMARKED, is_external
-from spectui.ui.benchjob import BenchJob
+from spectui.core.console import HostConsole
 from spectui.ui.controllers.base import Controller, worker
-from spectui.ui.screens.bench import BenchScreen
+from spectui.ui.dashboard_views import EVERYTHING, showing
 from spectui.ui.screens.confirm import ConfirmScreen
-from spectui.ui.screens.picker import PresetPicker
+
+if TYPE_CHECKING:  # the presets, the job and its screen, the history: loaded by the keys that start a benchmark or
+    # show one
+    from spectui.core.history import HistoryStore
+    from spectui.core.bench import CompareEvent, Preset, RunHandle, RunResult
+    from spectui.core.console.benchjob import BenchJob
+
+
+BENCH_SHOWS = frozenset({"bench", "banner"})  # what a benchmark's progress changes
 
 
 def write_export(text: str, name: str, folders: list[Path] | None = None) -> Path:
@@ -83,21 +77,40 @@ class BenchController(Controller):
 
     def __init__(self, app) -> None:
         super().__init__(app)
-        self.job: BenchJob | None = None
-        self._recorded: tuple | None = None   # the job's (id, version) last written to the recording
+        self._recorded: tuple | None = None   # the job (id, snapshot less its clock) last written to the recording
         self._replayed: dict | None = None    # a replay: the recorded job shown
         self.board = ProgressBoard()          # every bench_progress event of the sessions
-        self._worker = None
-        self._session_waiters: list[asyncio.Future] = []  # runs waiting for the link to come back
+        self._workers: dict[str, object] = {}  # host label -> the worker of its job under way
         self.marked: list[str] = []           # profiles marked for B, in the order marked
         self.last_preset: str | None = None
 
+    @property
+    def job(self) -> BenchJob | None:
+        """The shown host's benchmark: under way, or the last one."""
+        return self.console.bench_job
+
+    @job.setter
+    def job(self, job: BenchJob | None) -> None:
+        self.console.bench_job = job
+
+    @property
+    def _worker(self):
+        return self._workers.get(self.console.label)
+
     def session_opened(self, session, reconnects: int) -> None:
-        session.client.add_listener(self.board.on_event)
-        waiters, self._session_waiters = self._session_waiters, []
-        for fut in waiters:
-            if not fut.done():
-                fut.set_result(session)
+        session.client.add_listener(self._heard)
+
+    def _heard(self, ev) -> None:
+        """A session's event: a run's ``bench_progress`` redraws the benchmark it is (the screen and the banner)."""
+        self.board.on_event(ev)
+        job = self.job
+        if ev.name == WireEvent.BENCH_PROGRESS and job is not None and job.kind == "run" and job.run_id \
+                and ev.data.get("run_id") == job.run_id:
+            self.changed(BENCH_SHOWS)  # the redraw hands the job its progress (sync) as the screen shows it
+
+    def job_changed(self, job: BenchJob) -> None:
+        """What the benchmark screen and the banner show of ``job`` changed."""
+        self.changed(BENCH_SHOWS)
 
     def notify_refused(self, exc: Exception, title: str, code: str = BENCH_BUSY) -> str | None:
         """Show the host's sentence when it refused for a live benchmark run (:func:`refusal`) and
@@ -113,40 +126,49 @@ class BenchController(Controller):
         return self.notify_refused(exc, title, SERVER_BENCHMARKED) is not None
 
     def history_store(self) -> HistoryStore:
+        from spectui.core.history import HistoryStore
+
         return HistoryStore()
 
     def measuring(self) -> bool:
-        return self.job is not None and self.job.active
+        return self.console.measuring
 
     def banner_text(self) -> str | None:
         """The banner's part while a benchmark runs."""
         job = self.job
         return job.banner_text() + " · v shows it" if job is not None and job.active else None
 
-    def sync(self) -> None:
+    def sync(self, draw: bool = True) -> None:
         """Each refresh: the job takes the latest progress of its run (in a replay: the job as recorded up to
-        the play head); a recording gets each change of it; the bench screen redraws."""
+        the play head); a recording gets each change of it; the bench screen redraws when ``draw`` (the bench
+        panel was marked changed) or a replay's job changed."""
         link = self.link
-        if getattr(link, "read_only", False):
-            self._from_replay(link)
+        if link is not None and link.read_only:
+            draw = self._from_replay(link) or draw
         job = self.job
-        if job is not None and job.kind == "run" and job.run_id and not getattr(link, "read_only", False):
+        if job is not None and job.kind == "run" and job.run_id and not (link is not None and link.read_only):
             job.on_progress(self.board.runs.get(job.run_id))
         recorder = getattr(link, "recorder", None)
-        if job is not None and recorder is not None and (id(job), job.version) != self._recorded:
-            self._recorded = (id(job), job.version)
-            recorder.write("bench_job", job.snapshot())
-        if isinstance(self.app.screen, BenchScreen):
+        if job is not None and recorder is not None:
+            snapshot = job.snapshot()
+            seen = (id(job), {k: v for k, v in snapshot.items() if k != "elapsed_s"})
+            if seen != self._recorded:
+                self._recorded = seen
+                recorder.write("bench_job", snapshot)
+        if draw and showing(self.app.screen, "bench", "BenchScreen"):
             self.app.screen.sync()
 
-    def _from_replay(self, replay) -> None:
+    def _from_replay(self, replay) -> bool:
+        """Show the replay's job as recorded up to the play head; whether it changed."""
         shown = replay.bench_job
         if shown is self._replayed:
-            return
+            return False
         self._replayed = shown
+        from spectui.core.console.benchjob import BenchJob
         self.job = BenchJob.from_snapshot(shown) if shown else None
-        if isinstance(self.app.screen, BenchScreen):
+        if showing(self.app.screen, "bench", "BenchScreen"):
             self.app.screen.job = self.job
+        return True
 
     # --- space: marks ---------------------------------------------------------------------------------
     def toggle_mark(self) -> None:
@@ -160,15 +182,19 @@ class BenchController(Controller):
         self.refresh()
 
     def marked_profiles(self) -> list[Profile]:
-        library = self.app.library
+        library = self.console.library
         return [library.profiles[n] for n in self.marked if n in library.profiles]
 
     def compare_baseline(self) -> str | None:
         profiles = self.marked_profiles()
-        return default_baseline(profiles) if profiles else None
+        if not profiles:
+            return None
+        from spectui.core.bench.compare import default_baseline
+        return default_baseline(profiles)
 
     # --- b: a preset against the ready server ----------------------------------------------------------
     def _presets(self):
+        from spectui.core.bench.presets import load_presets
         lib = load_presets()
         if not lib.presets:
             self.notify("No benchmark presets found: spectui bench --list-presets says where they are read from.",
@@ -196,7 +222,7 @@ class BenchController(Controller):
         if self.measuring():
             self.open_screen()
             return
-        if self.app.ready_link() is None:
+        if self.ready_link() is None:
             return
         server = self._bench_server()
         if server is None:
@@ -212,35 +238,36 @@ class BenchController(Controller):
             if preset is not None:
                 self._start_bench(server, preset)
 
-        self.app.push_screen(PresetPicker(lib, f"Benchmark {server}", lines, first=self.last_preset), picked)
+        from spectui.ui.screens.picker import PresetPicker
+        self.push_screen(PresetPicker(lib, f"Benchmark {server}", lines, first=self.last_preset), picked)
 
-    def _start(self, job: BenchJob, preset: Preset, busy: str) -> None:
+    def _start(self, job: BenchJob, preset: Preset, busy: str) -> HostConsole | None:
+        """``job`` becomes the shown host's, holding its seat (None: the seat was taken)."""
+        console = self.console
+        if not console.seat.take(busy):
+            return None
         job.traffic_paused = self.app.traffic.available and self.app.traffic.wanted
-        self.job = job
+        console.bench_job = job
         self.last_preset = preset.name
-        self.app.busy = busy
-        self.app.push_screen(BenchScreen(job))
+        from spectui.ui.screens.bench import BenchScreen
+        self.push_screen(BenchScreen(job))
+        return console
 
     def _start_bench(self, server: str, preset: Preset) -> None:
-        if self.measuring() or self.app.ready_link() is None:
+        if self.measuring() or self.ready_link() is None:
             return
-        self._start(BenchJob.single(preset, host_label(self.link.session), server), preset, f"benchmarking {server}")
-        self._worker = self._run_bench(self.job)
-        self.refresh()
+        from spectui.core.console.benchjob import BenchJob
+        job = BenchJob.single(preset, self.link.session.target.history_label, server)
+        console = self._start(job, preset, f"benchmarking {server}")
+        if console is not None:
+            self._workers[console.label] = self._run_bench(job, console)
+            self.refresh()
 
-    def _next_session(self, old) -> asyncio.Future:
-        """The session after ``old`` (a benchmark outlives a dropped connection): resolved when it opens."""
-        fut = asyncio.get_running_loop().create_future()
-        link = self.link
-        if link is not None and link.connected and link.session is not old:
-            fut.set_result(link.session)  # it opened before the run noticed the drop
-        else:
-            self._session_waiters.append(fut)
-        return fut
-
-    @worker(group="bench", exclusive=True)
-    async def _run_bench(self, job: BenchJob) -> None:
-        session = self.link.session
+    @worker(group="bench")
+    async def _run_bench(self, job: BenchJob, console: HostConsole) -> None:
+        from spectui.core.bench.presets import PresetError
+        from spectui.core.bench.runs import start_run, watch_running
+        session = console.link.session
         handle: RunHandle | None = None
         try:
             handle = await start_run(session, job.preset, server=job.server)
@@ -251,11 +278,11 @@ class BenchController(Controller):
                     result = await handle.wait(session=session)
                 except Disconnected:
                     job.message = "the connection dropped: the run goes on on the host; waiting for the reconnection"
-                    job.changed()
-                    session = await self._next_session(session)
+                    self.job_changed(job)
+                    session = await console.next_session(session)
                     await watch_running(session)
                     job.message = None
-                    job.changed()
+                    self.job_changed(job)
             saved = self._save_run(result)
             job.finish_run(result, saved)
             tok = (result.stats or {}).get("output_tok_s")
@@ -281,9 +308,11 @@ class BenchController(Controller):
             if not busy:
                 self.notify(f"Benchmark of {job.server}: {exc}", severity="error", timeout=15)
         finally:
-            self._done(job)
+            self._done(job, console)
 
     def _save_run(self, result: RunResult) -> str | None:
+        import sqlite3
+
         try:
             return str(self.history_store().save_run(result))
         except (OSError, sqlite3.Error, SpectuiError) as exc:  # the run is still shown
@@ -295,7 +324,7 @@ class BenchController(Controller):
         if self.measuring():
             self.open_screen()
             return
-        if self.app.ready_link() is None:
+        if self.ready_link() is None:
             return
         profiles = self.marked_profiles()
         if len(profiles) < 2:
@@ -306,6 +335,7 @@ class BenchController(Controller):
         if lib is None:
             return
         names = [p.name for p in profiles]
+        from spectui.core.bench.compare import default_baseline
         baseline = default_baseline(profiles)
 
         def picked(preset: Preset | None) -> None:
@@ -334,30 +364,34 @@ class BenchController(Controller):
                 if yes:
                     self._start_compare(profiles, preset, baseline)
 
-            self.app.push_screen(ConfirmScreen(f"Compare {len(names)} profiles with {preset.name}?", lines,
+            self.push_screen(ConfirmScreen(f"Compare {len(names)} profiles with {preset.name}?", lines,
                                            yes="Compare"), answered)
 
-        self.app.push_screen(PresetPicker(lib, f"Compare {', '.join(names)}", [f"Baseline: {baseline}."],
+        from spectui.ui.screens.picker import PresetPicker
+        self.push_screen(PresetPicker(lib, f"Compare {', '.join(names)}", [f"Baseline: {baseline}."],
                                       first=self.last_preset), picked)
 
     def _start_compare(self, profiles: list[Profile], preset: Preset, baseline: str) -> None:
-        if self.measuring() or self.app.ready_link() is None:
+        if self.measuring() or self.ready_link() is None:
             return
-        job = BenchJob.comparing(preset, host_label(self.link.session), [p.name for p in profiles], baseline)
-        self._start(job, preset, f"comparing {len(profiles)} profiles")
-        self._worker = self._run_compare(job, profiles)
-        self.refresh()
+        from spectui.core.console.benchjob import BenchJob
+        job = BenchJob.comparing(preset, self.link.session.target.history_label, [p.name for p in profiles], baseline)
+        console = self._start(job, preset, f"comparing {len(profiles)} profiles")
+        if console is not None:
+            self._workers[console.label] = self._run_compare(job, profiles, console)
+            self.refresh()
 
-    @worker(group="bench", exclusive=True)
-    async def _run_compare(self, job: BenchJob, profiles: list[Profile]) -> None:
-        session = self.link.session
+    @worker(group="bench")
+    async def _run_compare(self, job: BenchJob, profiles: list[Profile], console: HostConsole) -> None:
+        from spectui.core.bench.compare import BenchError, run_comparison
+        from spectui.core.bench.presets import PresetError
+        session = console.link.session
         store = self.history_store()
         job.state = "running"
 
         def on_event(ev: CompareEvent) -> None:
             job.on_compare_event(ev)
-            if ev.kind in ("switching", "switched", "switch_failed", "run_started", "run_finished"):
-                self.app.changed()
+            self.changed(BENCH_SHOWS if ev.kind == "progress" else EVERYTHING)
 
         try:
             comp = await run_comparison(session, profiles, job.preset, baseline=job.baseline, store=store,
@@ -382,7 +416,7 @@ class BenchController(Controller):
             if not busy:
                 self.notify(f"Comparison: {exc}", severity="error", timeout=15)
         finally:
-            self._done(job)
+            self._done(job, console)
 
     @staticmethod
     def _saved_comparison(store: HistoryStore, job: BenchJob) -> dict | None:
@@ -398,23 +432,33 @@ class BenchController(Controller):
         return None
 
     # --- after either -----------------------------------------------------------------------------------------
-    def _done(self, job: BenchJob) -> None:
-        self._worker = None
-        self.app.busy = None
+    def adopt(self, job: BenchJob, worker, console: HostConsole) -> None:
+        """A tune's comparison is the benchmark under way on ``console``'s host (the banner, ``v`` and ``c``
+        follow it)."""
+        console.bench_job = job
+        self._workers[console.label] = worker
+
+    def done(self, job: BenchJob, console: HostConsole) -> None:
+        self._done(job, console)
+
+    def _done(self, job: BenchJob, console: HostConsole) -> None:
+        self._workers.pop(console.label, None)
+        console.seat.release()
         if job.active:  # a path above that did not settle it
             job.fail(job.message or "stopped")
         # the bench API gives the traffic back on the session it paused it on; after a reconnection
         # (or a failed restore) this brings it back on the current one
         self.app.traffic.resume()
-        if not isinstance(self.app.screen, BenchScreen) and job.state in ("done", "interrupted", "failed"):
+        if not showing(self.app.screen, "bench", "BenchScreen") and not job.active:
             self.notify(f"{job.what().capitalize()}: {job.state}. v shows the results.", timeout=8)
         self.refresh()
 
     # --- v, c, e ---------------------------------------------------------------------------------------------
     def open_screen(self) -> None:
-        if isinstance(self.app.screen, BenchScreen):
+        if showing(self.app.screen, "bench", "BenchScreen"):
             return
-        self.app.push_screen(BenchScreen(self.job))  # without a job it says how to start one (and T tunes)
+        from spectui.ui.screens.bench import BenchScreen
+        self.push_screen(BenchScreen(self.job))  # without a job it says how to start one (and T tunes)
 
     def request_cancel(self) -> None:
         job = self.job
@@ -429,7 +473,7 @@ class BenchController(Controller):
             if yes:
                 self.cancel()
 
-        self.app.push_screen(ConfirmScreen("Stop the benchmark?", lines, yes="Stop it"), answered)
+        self.push_screen(ConfirmScreen("Stop the benchmark?", lines, yes="Stop it"), answered)
 
     def cancel(self) -> None:
         job = self.job
@@ -437,7 +481,7 @@ class BenchController(Controller):
         if job is None or not job.active or worker is None:
             return
         job.state = "cancelling"
-        job.changed()
+        self.job_changed(job)
         worker.cancel()
 
     async def stop_for_quit(self, timeout_s: float = 30.0) -> None:
@@ -455,6 +499,8 @@ class BenchController(Controller):
         if job.active or not job.saved_id:
             self.notify("Nothing to export yet: the results are saved when the benchmark ends.", severity="warning")
             return
+        from spectui.core.history import HistoryError
+
         kind = "comparison" if job.comparison is not None else "run"
         try:
             text = self.history_store().export([job.saved_id], "md")
@@ -463,5 +509,5 @@ class BenchController(Controller):
             self.notify(f"Export failed: {exc}", severity="error", timeout=15)
             return
         job.exported = str(path)
-        job.changed()
+        self.job_changed(job)
         self.notify(f"Exported {kind} {job.saved_id} as Markdown to {path}.", timeout=12)

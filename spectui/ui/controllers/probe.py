@@ -17,11 +17,10 @@ result under the rank 0 host.
 from __future__ import annotations
 
 import sqlite3
+from typing import TYPE_CHECKING
 
 from spectui.agent.protocol import ServerState
-from spectui.core.bench.runs import host_label
 from spectui.core.errors import SpectuiError
-from spectui.core.history import HistoryStore
 from spectui.core.probe import (
     PredictionError,
     ProbeOptions,
@@ -32,19 +31,17 @@ from spectui.core.probe import (
     probe_params,
     run_probe,
 )
-from spectui.core.probe.nodes import ProbeNode, run_probe_nodes
 from spectui.core.probe.predict import node_count, spread_text
 from spectui.core.probe.run import progress_text
 from spectui.core.profiles import Profile
 from spectui.core.settings import Settings
 from spectui.ui.controllers.base import Controller, worker
-from spectui.ui.fleet import FleetHost, node_hosts
+from spectui.core.console import HostConsole
+from spectui.ui.fleet import node_hosts
 from spectui.ui.screens.confirm import ConfirmScreen
 
-
-def target_label(target) -> str:
-    """The history's name of a host (``host_label`` of a session on it), without a session."""
-    return target.destination if target.kind == "ssh" and target.destination else target.label
+if TYPE_CHECKING:  # the probe across nodes and the history load with their first use
+    from spectui.core.probe.nodes import ProbeNode
 
 
 def plain_decode_step(runs: list[dict], host: str) -> tuple[float, str] | None:
@@ -70,14 +67,13 @@ class ProbeController(Controller):
         # the settings file's probe.backend / probe.device (gloo on cpu rehearses on hosts without GPUs)
         self.options = ProbeOptions(backend=(settings and settings.probe_backend) or "auto",
                                     device=(settings and settings.probe_device) or "auto")
-        self.interconnect: str | None = None
-        self.probes: dict[str, dict] = {}       # profile -> its latest probe record (with its history id)
         self._worker = None
 
     # --- at connect time -------------------------------------------------------------------------------
-    def host_changed(self) -> None:
-        self.interconnect = None
-        self.probes = {}
+    @property
+    def probes(self) -> dict[str, dict]:
+        """The shown host's latest probe of each profile (with its history id)."""
+        return self.console.probes
 
     def session_opened(self, session, reconnects: int) -> None:
         self._fetch_topology(session)
@@ -85,9 +81,9 @@ class ProbeController(Controller):
 
     def _sim_hardware(self) -> str | None:
         """The demo's hardware model: the running server's profile's, else the first a profile names."""
-        link, library = self.link, self.app.library
+        link, library = self.link, self.console.library
         names = [n for n, s in (link.servers if link else {}).items() if s.get("state") == ServerState.READY]
-        for name in names + [p.name for p in self.app.profiles]:
+        for name in names + [p.name for p in self.console.profiles]:
             p = library.profiles.get(name)
             if p is not None and p.sim.get("hardware"):
                 return str(p.sim["hardware"])
@@ -95,17 +91,18 @@ class ProbeController(Controller):
 
     @worker(group="topology", exclusive=True)
     async def _fetch_topology(self, session) -> None:
+        console = self.console  # the host this session is of, shown or not when the answer comes
         try:
-            topo = await fetch_topology(session, sim_hardware=self._sim_hardware() if self.app.target.simulated
+            topo = await fetch_topology(session, sim_hardware=self._sim_hardware() if console.target.simulated
                                         else None)
         except (SpectuiError, OSError):
             return  # the header keeps the GPU count and model from the telemetry
         line = interconnect_header(topo)
         if line:
-            self.interconnect = line
+            console.interconnect = line
             self.refresh()
 
-    def _rank0_host(self, profile: Profile) -> FleetHost | None:
+    def _rank0_host(self, profile: Profile) -> HostConsole | None:
         """A multi-node profile's rank 0 host among the console's hosts, if the console has its nodes' hosts."""
         if not profile.nodes:
             return None
@@ -113,34 +110,54 @@ class ProbeController(Controller):
         return hosts[0] if hosts else None
 
     def _load_probes(self, session) -> None:
-        host = host_label(session)
+        """The latest probe of each profile on this host, from the history, read on a thread of its own: the
+        console's first frame does not wait on the history's disk."""
+        host = session.target.history_label
+        wanted = []
+        for p in self.console.profiles:
+            rank0 = self._rank0_host(p)  # a multi-node profile is probed on its rank 0 host
+            wanted.append((rank0.target.history_label if rank0 is not None else host, p.name, p.content_hash))
+        self._read_probes(self.console, wanted)
+
+    @worker(group="probe-history", exclusive=True, thread=True)
+    def _read_probes(self, console: HostConsole, wanted: list[tuple[str, str, str]]) -> None:
+        from spectui.core.history import HistoryStore
+
+        found = {}
         try:
             store = HistoryStore()
-            for p in self.app.profiles:
-                rank0 = self._rank0_host(p)  # a multi-node profile is probed on its rank 0 host
-                rec = store.latest_probe(target_label(rank0.target) if rank0 is not None else host, p.name,
-                                         p.content_hash)
+            for host, name, content_hash in wanted:
+                rec = store.latest_probe(host, name, content_hash)
                 if rec is not None:
-                    self.probes[p.name] = rec
+                    found[name] = rec
         except (OSError, sqlite3.Error, SpectuiError) as exc:
-            self.notify(f"The history could not be read ({exc}); earlier probes are not shown.", severity="warning")
+            self.app.call_from_thread(self.notify, f"The history could not be read ({exc}); earlier probes are "
+                                      "not shown.", severity="warning")
+            return
+        self.app.call_from_thread(self._probes_read, console, found)
+
+    def _probes_read(self, console: HostConsole, found: dict) -> None:
+        for name, rec in found.items():
+            console.probes.setdefault(name, rec)  # a probe run meanwhile is newer
+        if console is self.console:
+            self.changed()
 
     # --- p ----------------------------------------------------------------------------------------------------
     def request_probe(self) -> None:
         if self._worker is not None:
             self.notify("A probe is running already: the banner shows how far it is.", severity="warning")
             return
-        link = self.app.ready_link()
+        link = self.ready_link()
         if link is None:
             return
-        profile = self.app.library.profiles.get(self.app.highlighted_name() or "")
+        profile = self.console.library.profiles.get(self.app.highlighted_name() or "")
         if profile is None:
             self.notify("Highlight a profile to probe (its GPUs, model and speculative settings).", severity="warning")
             return
         if profile.nodes:
             self._request_nodes_probe(profile)
             return
-        if self.app.target.simulated:
+        if self.console.target.simulated:
             self._worker = self._probe(profile)
             return
         params = probe_params(profile, self.options, agent_python=link.session.hello.get("python"))
@@ -156,7 +173,7 @@ class ProbeController(Controller):
             if yes and self._worker is None:
                 self._worker = self._probe(profile)
 
-        self.app.push_screen(ConfirmScreen(f"Probe the verify cost of {profile.name}?", lines, yes="Probe"), answered)
+        self.push_screen(ConfirmScreen(f"Probe the verify cost of {profile.name}?", lines, yes="Probe"), answered)
 
     def _request_nodes_probe(self, profile: Profile) -> None:
         """``p`` on a multi-node profile: on simulated hosts on rank 0's host, with the node count in the
@@ -164,7 +181,7 @@ class ProbeController(Controller):
         n = len(profile.nodes)
         hosts, why = node_hosts(profile, self.app.hosts)
         rank0 = hosts[0] if hosts else None
-        simulated = rank0.target.simulated if rank0 is not None else self.app.target.simulated
+        simulated = rank0.target.simulated if rank0 is not None else self.console.target.simulated
         if simulated:
             if rank0 is not None and (rank0.link is None or not rank0.link.connected):
                 self.notify(f"{profile.name} is probed on its rank 0 host, {rank0.label}, which is not connected: "
@@ -200,7 +217,7 @@ class ProbeController(Controller):
             if yes and self._worker is None:
                 self._worker = self._probe_across(profile, nodes)
 
-        self.app.push_screen(ConfirmScreen(f"Probe the verify cost of {profile.name} across {n} nodes?", lines,
+        self.push_screen(ConfirmScreen(f"Probe the verify cost of {profile.name} across {n} nodes?", lines,
                                            yes="Probe"), answered)
 
     def _how(self) -> str:
@@ -210,40 +227,44 @@ class ProbeController(Controller):
             return ""
         return f" ({o.backend} on {o.device}, from the settings file's probe section)"
 
-    def _probe_nodes(self, profile: Profile, hosts: list[FleetHost]) -> list[ProbeNode]:
+    def _probe_nodes(self, profile: Profile, hosts: list[HostConsole]) -> list[ProbeNode]:
         """Each node's host, session and ``probe.run`` request (its own profile, its agent's Python)."""
+        from spectui.core.probe.nodes import ProbeNode
+
         out = []
         for host in hosts:
             session = host.link.session
             own = host.library.profiles.get(profile.name, profile)
             params = probe_params(own, self.options, agent_python=session.hello.get("python"))
-            out.append(ProbeNode(label=target_label(host.target), session=session, params=params))
+            out.append(ProbeNode(label=host.target.history_label, session=session, params=params))
         return out
 
     def _probe_progress(self, name: str, d: dict) -> None:
-        self.app.set_activity("probe", f"probe {name}: {progress_text(d)}")
+        self.activity("probe", f"probe {name}: {progress_text(d)}")
 
     def _decode_step(self, session, profile: Profile) -> tuple[float, str] | None:
         """The plain decode step time a probe without one needs: measured in this session at one
         request, else the history's newest plain run at concurrency 1 on this host."""
         link = self.link
         algorithms = {n: self.app.profile_algorithm_of(n) for n in link.series}
-        steps = self.app.breakeven.steps(link, algorithms)
+        steps = self.console.step_times.steps(link, algorithms)
         bases = [(n, st[1]) for n, st in steps.items() if not st[0] and st[1] is not None]
         if bases:
             name, (ms, frames) = max(bases, key=lambda b: b[1][1])
             return ms, f"{name} measured here at one request ({frames} frames)"
         try:
-            return plain_decode_step(HistoryStore().runs(), host_label(session))
+            from spectui.core.history import HistoryStore
+
+            return plain_decode_step(HistoryStore().runs(), session.target.history_label)
         except (OSError, sqlite3.Error, SpectuiError):
             return None
 
     @worker(group="probe", exclusive=True)
-    async def _probe(self, profile: Profile, host: FleetHost | None = None) -> None:
+    async def _probe(self, profile: Profile, host: HostConsole | None = None) -> None:
         """Probe ``profile`` on this host, or on ``host`` (a multi-node profile's rank 0 host, simulated)."""
         session = (host.link if host is not None else self.link).session
         probed = host.library.profiles.get(profile.name, profile) if host is not None else profile
-        self.app.set_activity("probe", f"probe {profile.name}: starting")
+        self.activity("probe", f"probe {profile.name}: starting")
         try:
             params = probe_params(probed, self.options, agent_python=session.hello.get("python"))
             result = await run_probe(session, params, on_progress=lambda d: self._probe_progress(profile.name, d))
@@ -252,12 +273,14 @@ class ProbeController(Controller):
             self.notify(f"Probe {profile.name}: {exc}", severity="error", timeout=15)
         finally:
             self._worker = None
-            self.app.set_activity("probe", None)
+            self.activity("probe", None)
 
     @worker(group="probe", exclusive=True)
     async def _probe_across(self, profile: Profile, nodes: list[ProbeNode]) -> None:
         """Probe a multi-node profile on real hosts: every node's ranks together, node 0's result kept."""
-        self.app.set_activity("probe", f"probe {profile.name}: starting on {len(nodes)} nodes")
+        from spectui.core.probe.nodes import run_probe_nodes
+
+        self.activity("probe", f"probe {profile.name}: starting on {len(nodes)} nodes")
         try:
             result = await run_probe_nodes(nodes, profile.nodes[0].dist_address,
                                            on_progress=lambda d: self._probe_progress(profile.name, d))
@@ -266,7 +289,7 @@ class ProbeController(Controller):
             self.notify(f"Probe {profile.name} across {len(nodes)} nodes: {exc}", severity="error", timeout=20)
         finally:
             self._worker = None
-            self.app.set_activity("probe", None)
+            self.activity("probe", None)
 
     def _finish(self, profile: Profile, session, result: dict) -> None:
         """Predict from a probe's result, save it to the history under ``session``'s host, and say what came out."""
@@ -275,7 +298,9 @@ class ProbeController(Controller):
             decode = self._decode_step(session, profile)
         costs = StepCosts.from_result(result, decode_step_ms=decode[0] if decode else None,
                                       source=f"decode step from {decode[1]}" if decode else None)
-        record = history_record(result, host=host_label(session), profile=profile, costs=costs)
+        record = history_record(result, host=session.target.history_label, profile=profile, costs=costs)
+        from spectui.core.history import HistoryStore
+
         pid = HistoryStore().save_probe(record)
         self.probes[profile.name] = dict(record, id=pid)
         row = record.get("profile_l_star")

@@ -14,11 +14,14 @@ import datetime
 import re
 import time
 from pathlib import Path
+from typing import TYPE_CHECKING
 
-from spectui import __version__
+import spectui
 from spectui.core.paths import recordings_dir
-from spectui.core.recording import RecordingError, RecordingWriter
 from spectui.ui.controllers.base import Controller
+
+if TYPE_CHECKING:  # the writer loads with the first recording
+    from spectui.core.recording import RecordingWriter
 
 
 def default_path(label: str, now: float | None = None) -> Path:
@@ -43,7 +46,7 @@ class RecordingController(Controller):
     def header(self) -> dict:
         app = self.app
         link = self.link
-        return {"spectui": __version__, "target": app.target.label, "kind": app.target.kind,
+        return {"spectui": spectui.__version__, "target": app.target.label, "kind": app.target.kind,
                 "host": dict(link.facts) if link is not None else {},
                 "profiles": [p.redacted() for p in app.profiles]}
 
@@ -54,25 +57,28 @@ class RecordingController(Controller):
             self.start(self.wanted_path)
 
     def start(self, path: Path | None = None) -> bool:
-        path = path or default_path(self.app.target.label)
+        from spectui.core.recording import RecordingError, RecordingWriter
+
+        path = path or default_path(self.console.target.label)
         try:
             self.writer = RecordingWriter(path, self.header())
         except RecordingError as exc:
             self.notify(f"{exc}.", severity="error", timeout=15)
             return False
         self._started_at = time.monotonic()
-        link = self.link
-        if link is not None:
-            self.attach(link)
-            if link.connected:  # where a replay starts: the session as it is now
-                self.writer.write("session", {"facts": link.facts, "servers": list(link.servers.values())})
+        self.move_to(self.console)
         self.refresh()
         return True
 
-    def attach(self, link) -> None:
-        """A new link (the connection worker makes one after a failed first attempt) records into the same file."""
-        if self.writer is not None and not getattr(link, "read_only", False):
-            link.recorder = self.writer
+    def move_to(self, console) -> None:
+        """Record ``console``'s host (the shown one) from now on: its link's events and the console's own."""
+        if self.writer is None:
+            return
+        self.console.record_to(None)
+        console.record_to(self.writer)
+        link = console.link
+        if link is not None and link.connected:  # where a replay starts: the session as it is now
+            self.writer.write("session", {"facts": link.facts, "servers": list(link.servers.values())})
 
     def stop(self, *, redraw: bool = True) -> Path | None:
         writer = self._end()
@@ -87,15 +93,13 @@ class RecordingController(Controller):
         """Detach the writer from the link and count the recording made; the writer, or None."""
         writer, self.writer = self.writer, None
         if writer is not None:
-            link = self.link
-            if link is not None and link.recorder is writer:
-                link.recorder = None
+            self.console.record_to(None)
             self.done.append((writer.path, time.monotonic() - self._started_at))
         return writer
 
     def toggle(self) -> None:
         """ctrl+r: start recording to the recordings folder, or stop and say where it is."""
-        if getattr(self.link, "read_only", False):
+        if self.console.read_only:
             self.notify("This is a replay: it is a recording already.", severity="warning")
             return
         if self.writer is None:

@@ -2,8 +2,8 @@
 found running (origin external or adopted): adopt (``A``), import a profile from one (``I``).
 
 A switch and a restart share one scaffolding (:meth:`ServersController._server_action`): one action at a time
-(``app.busy``), the server panel's clock and stages, the result or the refusal kept per profile, one
-notification of the outcome.
+(the host's action seat), the server panel's clock and stages, the result or the refusal kept per profile in
+the host's console, one notification of the outcome.
 
 Nothing is signalled on the strength of a name. A switch first asks the host what it would stop
 (``server.plan_switch``, the rule ``switch`` itself follows) and confirms exactly that list; a stop or an
@@ -16,15 +16,15 @@ refused with the host's sentence, before any confirmation.
 from __future__ import annotations
 
 import asyncio
-import time
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass
 
 from spectui.agent.protocol import DOWN_STATES, FINAL_STATES, ServerState
+from spectui.core.cells import pad, width
 from spectui.core.errors import SpectuiError
 from spectui.core.flagcheck import check_on_host
 from spectui.core.profiles import Profile
-from spectui.core.profiles.multinode import node_failure, node_profile
+from spectui.core.profiles.multinode import node_profile
 from spectui.core.server_describe import (
     ORIGIN_TEXT,
     command_text,
@@ -34,16 +34,21 @@ from spectui.core.server_describe import (
     origin_of,
     process_command,
 )
-from spectui.core.servers import confirmed_processes, failed_log_tail, is_external, launch_command
-from spectui.ui import derive, snapshots
+from spectui.core.console import nodes as cluster
+from spectui.core.servers import confirmed_processes, is_external, launch_command
+from spectui.ui import snapshots
 from spectui.ui.controllers.base import Controller, worker
-from spectui.ui.fleet import FleetHost, node_hosts
-from spectui.ui.found_import import host_flagset, write_profile_from
+from spectui.core.console import HostConsole
+from spectui.ui.fleet import node_hosts
 from spectui.ui.screens.confirm import ConfirmScreen
 from spectui.ui.views import FoundGroupView
 
 STOP_GRACE_S = 20.0
 PROCESS_COMMAND_CHARS = 64  # a process's command in a confirmation: one line each, so a TP 8 server fits
+#: How long a key pressed while the host's answer to a switch is on its way waits for it before it is refused: a
+#: loaded host answers seconds after its server's row reads ready, and a frozen one ends its session sooner than this
+#: (the session's keepalive), which frees the seat.
+ANSWER_WAIT_S = 60.0
 LIVE = snapshots.LIVE
 
 
@@ -60,9 +65,9 @@ def plan_lines(plan: dict, purpose: str) -> list[str]:
         lines.append(f"Adopting it signals nothing now; a later stop signals {target}:")
     procs = plan.get("processes") or []
     users = [host_text(p.get("user")) for p in procs]
-    uw = max([4] + [len(u) for u in users])
-    table = [f"{'PID':>8}  {'USER':<{uw}}  COMMAND"]
-    table += [f"{p.get('pid'):>8}  {u:<{uw}}  {process_command(p.get('command'), limit=PROCESS_COMMAND_CHARS)}"
+    uw = max([4] + [width(u) for u in users])
+    table = [f"{'PID':>8}  {pad('USER', uw)}  COMMAND"]
+    table += [f"{p.get('pid'):>8}  {pad(u, uw)}  {process_command(p.get('command'), limit=PROCESS_COMMAND_CHARS)}"
               for p, u in zip(procs, users)]
     lines.append("\n".join(table))
     if plan.get("unit"):
@@ -113,28 +118,14 @@ class ServersController(Controller):
 
     def __init__(self, app) -> None:
         super().__init__(app)
-        self.switch_results: dict[str, dict] = {}  # profile -> the host's answer to its last switch or restart
-        self.switch_errors: dict[str, str] = {}    # a switch the agent refused (port in use, GPUs busy, ...)
-        self.switch_started: float | None = None
-        self.switch_stopped: str | None = None      # what the switch stops, as the server panel says it
         self.found_unfolded = True    # o: the group of found servers shows its rows
         self.found_stopped = False    # .: its stopped servers are listed too
         self.found_mine = False       # u: only the operator's own found servers
 
-    def host_changed(self) -> None:
-        self.switch_results, self.switch_errors = {}, {}
-        self.switch_started = self.switch_stopped = None
-
-    def forget(self, known: set[str]) -> None:
-        """Drop what is kept of servers no longer in ``known`` (the link forgot them)."""
-        for table in (self.switch_results, self.switch_errors):
-            for name in [n for n in table if n not in known]:
-                del table[name]
-
     # --- which rows are found servers -----------------------------------------------------------------------
     def group(self) -> FoundGroup:
         """The group of found servers as its keys (o, ., u) leave it."""
-        found = snapshots.found_servers(self.link, [p.name for p in self.app.profiles])
+        found = snapshots.found_servers(self.link, [p.name for p in self.console.profiles])
         return found_group(found, user=getattr(self.link, "user", None), unfolded=self.found_unfolded,
                            stopped=self.found_stopped, mine=self.found_mine, keep=self.app.selected)
 
@@ -181,20 +172,21 @@ class ServersController(Controller):
 
     def switching_to(self) -> str | None:
         """The profile a switch under way is starting (not one the host refused)."""
-        sw = self.link.switch if self.link is not None else None
-        return (sw.target if sw and sw.stage not in derive.FINAL and sw.target not in self.switch_errors
-                else None)
+        return self.console.switches.switching_to(self.link)
 
     def profile_states(self) -> list[tuple[str, str]]:
         servers = self.link.servers if self.link is not None else {}
-        return [(p.name, (servers.get(p.name) or {}).get("state", ServerState.STOPPED)) for p in self.app.profiles]
+        return [(p.name, (servers.get(p.name) or {}).get("state", ServerState.STOPPED)) for p in self.console.profiles]
 
     # --- enter, digits: switch ------------------------------------------------------------------------------
-    def request_switch(self, name: str) -> None:
-        link = self.app.ready_link()
+    def request_switch(self, name: str, *, waited: bool = False) -> None:
+        if not waited and self.console.answer_in_flight():
+            self._switch_after_answer(self.console, name)
+            return
+        link = self.ready_link()
         if link is None:
             return
-        profile = self.app.library.profiles.get(name)
+        profile = self.console.library.profiles.get(name)
         if profile is None and self.found_record(name) is not None:
             self.notify(f"{name} is a server spectui did not start, not a profile: x stops it, A adopts it, "
                         f"I imports a profile from it.", severity="warning")
@@ -217,11 +209,26 @@ class ServersController(Controller):
         self._plan_switch_then_confirm(profile, command)
 
     @worker(group="action")
+    async def _switch_after_answer(self, console: HostConsole, name: str) -> None:
+        """``name`` asked for while the server a switch started already shows its last stage and the host's answer
+        is on its way: wait for it (up to :data:`ANSWER_WAIT_S`, the banner saying so), then ask as if it had come
+        first; still held after that, the refusal says what holds the seat."""
+        key = f"next:{console.label}"
+        self.activity(key, f"{name} next: waiting for the host's answer to the switch to {console.seat.starting}")
+        try:
+            await console.seat.wait_free(ANSWER_WAIT_S)
+        finally:
+            self.activity(key, None)
+        if console is self.console:
+            self.request_switch(name, waited=True)
+
+    @worker(group="action")
     async def _plan_switch_then_confirm(self, profile: Profile, command: str) -> None:
         """Ask the host what a switch to ``profile`` stops (``server.plan_switch``, the rule ``switch`` itself
         follows), then switch at once when it stops nothing, or confirm exactly that list first."""
+        console = self.console  # the host asked: the switch acts on it whichever host is shown meanwhile
         try:
-            plan = await self.link.control().plan_switch(profile)
+            plan = await console.link.control().plan_switch(profile)
         except (SpectuiError, OSError) as exc:
             self.notify(str(exc), severity="error", timeout=15)
             return
@@ -236,7 +243,7 @@ class ServersController(Controller):
             self.notify(f"{profile.name} was not started: {plan['refusals'][0]}", severity="error", timeout=20)
             return
         if not stops:
-            self._switch(profile, [])
+            self._switch(console, profile, [])
             return
         lines = []
         for s in stops:
@@ -245,7 +252,7 @@ class ServersController(Controller):
                              f"after {STOP_GRACE_S:g} s, each process checked by pid and start time):")
                 lines += holder_lines([s])
             else:
-                state = (self.link.servers.get(str(s.get("name"))) or {}).get("state") or "running"
+                state = (console.link.servers.get(str(s.get("name"))) or {}).get("state") or "running"
                 lines.append(f"This stops {s.get('name')} ({state}, pid {s.get('pid')}, holds {s.get('holds')}) "
                              f"and waits until its GPU memory is free.")
         lines.append(f"Then it starts {profile.name} and waits until it is ready.")
@@ -255,12 +262,13 @@ class ServersController(Controller):
 
         def answered(yes: bool | None) -> None:
             if yes:
-                self._switch(profile, names, stop_external)
+                self._switch(console, profile, names, stop_external)
 
-        self.app.push_screen(ConfirmScreen(f"Switch to {profile.name}?", lines, command, yes="Switch"), answered)
+        self.push_screen(ConfirmScreen(f"Switch to {profile.name}?", lines, command, yes="Switch"), answered)
 
     @worker(group="action")
-    async def _switch(self, profile: Profile, stopping: list[str], stop_external: list[list[int]] | None = None):
+    async def _switch(self, console: HostConsole, profile: Profile, stopping: list[str],
+                      stop_external: list[list[int]] | None = None):
         async def switch(link) -> dict | None:
             problems = await check_on_host(link.session, profile)
             if problems:
@@ -268,11 +276,11 @@ class ServersController(Controller):
                 return None
             return await link.switch_to(profile, stop_external=stop_external)
 
-        await self._server_action(profile, f"switching to {profile.name}", "Switch refused", switch,
+        await self._server_action(console, profile, f"switching to {profile.name}", "Switch refused", switch,
                                   stopping=[n for n in stopping if n != profile.name], highlight=True)
 
     # --- a multi-node profile: every node's host at once ------------------------------------------------------
-    def nodes_of(self, profile: Profile) -> list[tuple[FleetHost, Profile]] | None:
+    def nodes_of(self, profile: Profile) -> list[tuple[HostConsole, Profile]] | None:
         """Each node's host and the single-host profile it starts (rank 0 first); None, said, when a node's
         host is not one of this console's or is not connected."""
         hosts, why = node_hosts(profile, self.app.hosts)
@@ -297,6 +305,7 @@ class ServersController(Controller):
     async def _plan_nodes_then_confirm(self, profile: Profile, nodes: list) -> None:
         """Each node's host plans its part (``server.plan_switch``); the confirmation lists every node, what it
         stops there and its command line."""
+        console = self.console
         try:
             plans = await asyncio.gather(*(h.link.control().plan_switch(p) for h, p in nodes))
             commands = [launch_command(p, h.link.session) for h, p in nodes]
@@ -320,58 +329,36 @@ class ServersController(Controller):
 
         def answered(yes: bool | None) -> None:
             if yes:
-                self._switch_nodes(profile, nodes)
+                self._switch_nodes(console, profile, nodes)
 
-        self.app.push_screen(ConfirmScreen(f"Start {profile.name} on {len(nodes)} nodes?", lines, commands[0],
+        self.push_screen(ConfirmScreen(f"Start {profile.name} on {len(nodes)} nodes?", lines, commands[0],
                                            yes="Start"), answered)
 
     @worker(group="action")
-    async def _switch_nodes(self, profile: Profile, nodes: list) -> None:
+    async def _switch_nodes(self, console: HostConsole, profile: Profile, nodes: list) -> None:
         async def run() -> None:
-            self.switch_started = time.monotonic()
-            self.switch_results.pop(profile.name, None)
-            self.switch_errors.pop(profile.name, None)
-            self.app.highlight_row(profile.name)
-            result = await self.start_nodes(profile, nodes)
+            self._highlight(console, profile.name)
+            result = await console.start_server(profile, lambda _link: self.start_nodes(profile, nodes))
             server = result["server"]
             if server.get("state") == ServerState.READY:
-                self.switch_results[profile.name] = result
                 self.notify(f"{profile.name} is ready on {len(nodes)} nodes ({result.get('total_s', 0):.1f} s).")
                 return
-            self.switch_errors[profile.name] = server.get("reason") or "it did not start"
+            del console.switches.results[profile.name]
+            console.switch_failed(profile.name, server.get("reason") or "it did not start")
             rank, label = result.get("failed_node") or (0, nodes[0][0].label)
             tail = result.get("failed_log") or []
-            said = f"{profile.name}: {self.switch_errors[profile.name]}; every node was stopped."
+            said = f"{profile.name}: {console.switches.errors[profile.name]}; every node was stopped."
             if tail:
                 said += f"\nThe last lines of node {rank}'s log on {label}:\n" + "\n".join(tail)
             else:
                 said += f" Its log is on {label}'s dashboard."
             self.notify(said, severity="error", timeout=30)
 
-        await self._busy_with(f"starting {profile.name} on {len(nodes)} nodes", run, refused="Start refused")
+        await self._busy_with(console, f"starting {profile.name} on {len(nodes)} nodes", run, refused="Start refused")
 
     async def start_nodes(self, profile: Profile, nodes: list) -> dict:
-        """Start every node together, each on its own host; rank 0's answer (``{"server": ...}``). When a node
-        fails, every node is stopped and the answer's server is ``failed``, its reason naming the node that
-        ended first (the root cause: the others fail because it went, as torch's "Connection closed by peer"
-        on rank 0 says) and ``failed_node`` giving its rank and host."""
-        results = await asyncio.gather(*(h.link.switch_to(p) for h, p in nodes), return_exceptions=True)
-        failure = node_failure(results)
-        if failure is None:
-            return results[0]
-        await self._stop_nodes(profile.name, [h for h, _ in nodes])  # one server: all of it, or none
-        rank, reason = failure
-        host = nodes[rank][0]
-        first = results[0] if isinstance(results[0], dict) else {}
-        return {**first, "server": {**(first.get("server") or {}), "name": profile.name, "state": ServerState.FAILED,
-                                    "reason": f"node {rank} on {host.label}: {reason}"},
-                "failed_node": (rank, host.label), "failed_log": await self._log_tail(host, profile.name)}
-
-    async def _log_tail(self, host: FleetHost, name: str) -> list[str]:
-        """The last lines of ``name``'s log on ``host``: what a failed node said."""
-        if host.link is None or not host.link.connected:
-            return []
-        return await failed_log_tail(host.link.control(), name)
+        """Start every node together, each on its own host (:func:`spectui.core.console.nodes.start_nodes`)."""
+        return await cluster.start_nodes(profile.name, [(h.node_host(), p) for h, p in nodes])
 
     async def compare_switch(self, profile: Profile) -> dict:
         """A comparison's switch (``run_comparison(switch=...)``): a multi-node profile on every node's host at
@@ -388,75 +375,66 @@ class ServersController(Controller):
             return await self.start_nodes(profile, nodes)
         return {"server": {"name": profile.name, "state": ServerState.FAILED, "reason": why}}
 
-    async def _stop_nodes(self, name: str, hosts: list[FleetHost]) -> list[str]:
-        """Stop ``name`` on each of ``hosts`` where it runs, every node at once; the hosts where it was stopped.
-        At once, because the nodes end together: a node of rank 1 and up leaves when rank 0 goes (SGLang 0.5.23's
-        only log a SIGTERM of their own and wait for rank 0), so each is already being stopped when it does."""
-        live = [h for h in hosts if h.link is not None and h.link.connected
-                and (h.link.servers.get(name) or {}).get("state") in LIVE]
-        done = await asyncio.gather(*(h.link.stop(name) for h in live), return_exceptions=True)
-        for h, r in zip(live, done):
+    async def _stop_nodes(self, name: str, hosts: list[HostConsole]) -> list[str]:
+        """Stop ``name`` on each of ``hosts`` where it runs, every node at once; the hosts where it was stopped."""
+        done = await cluster.stop_nodes(name, [h.node_host() for h in hosts])
+        for h, r in zip(hosts, done):
             if isinstance(r, BaseException):
                 self.notify(f"Stopping {name} on {h.label}: {r}", severity="error", timeout=15)
-        return [h.label for h, r in zip(live, done) if not isinstance(r, BaseException)]
+        return [h.label for h, r in zip(hosts, done) if r is not None and not isinstance(r, BaseException)]
 
     # --- r: restart -----------------------------------------------------------------------------------------
     def request_restart(self) -> None:
-        link = self.app.ready_link()
+        link = self.ready_link()
         if link is None:
             return
         rec = self._shown_server(None)
         if rec is None:
             self.notify("No server to restart: switch to a profile first.", severity="warning")
             return
-        profile = self.app.library.profiles.get(rec["name"])
+        profile = self.console.library.profiles.get(rec["name"])
         if profile is None:
             self.notify(f"{rec['name']} has no profile here, so it cannot be restarted from spectui.", severity="error")
             return
         command = launch_command(profile, link.session)
+        console = self.console
         lines = [f"{rec['name']} is {rec['state']}" + (f" (pid {rec.get('pid')})." if rec.get("pid") else ".")]
         if rec.get("state") in LIVE:
             lines.append(f"It is stopped first (SIGTERM, then SIGKILL after {STOP_GRACE_S:g} s), then started again.")
 
         def answered(yes: bool | None) -> None:
             if yes:
-                self._restart(profile)
+                self._restart(console, profile)
 
-        self.app.push_screen(ConfirmScreen(f"Restart {rec['name']}?", lines, command, yes="Restart"), answered)
+        self.push_screen(ConfirmScreen(f"Restart {rec['name']}?", lines, command, yes="Restart"), answered)
 
     @worker(group="action")
-    async def _restart(self, profile: Profile) -> None:
-        await self._server_action(profile, f"restarting {profile.name}", "Restart refused",
+    async def _restart(self, console: HostConsole, profile: Profile) -> None:
+        await self._server_action(console, profile, f"restarting {profile.name}", "Restart refused",
                                   lambda link: link.restart(profile))
 
     # --- what a switch and a restart share ------------------------------------------------------------------
-    async def _server_action(self, profile: Profile, doing: str, refused: str,
+    async def _server_action(self, console: HostConsole, profile: Profile, doing: str, refused: str,
                              act: Callable[[object], Awaitable[dict | None]], *, stopping: list[str] = (),
                              highlight: bool = False) -> None:
-        """Start ``profile``'s server with ``act(link)`` (its answer, or None when it started nothing), one
-        action at a time: the server panel's clock and stages run meanwhile, and the outcome is kept and said.
-        ``highlight``: move the highlight to the profile's row first."""
-        if self.link is None or self.app.busy:
+        """Start ``profile``'s server on ``console``'s host with ``act(link)`` (its answer, or None when it started
+        nothing), one action at a time: the server panel's clock and stages run meanwhile, and the outcome is kept
+        with that host and said. ``highlight``: move the highlight to the profile's row first (that host shown)."""
+        if console.link is None or console.seat.holder:
             return
 
         async def run() -> None:
-            self.switch_started = time.monotonic()
-            self.switch_stopped = ", ".join(stopping) or None
-            self.switch_results.pop(profile.name, None)
-            self.switch_errors.pop(profile.name, None)
             if highlight:
-                self.app.highlight_row(profile.name)
-            self.refresh()
-            try:
-                result = await act(self.link)
-            except (SpectuiError, OSError) as exc:
-                self.switch_errors[profile.name] = str(exc)  # the server panel says why
-                raise
+                self._highlight(console, profile.name)
+            result = await console.start_server(profile, act, stopping=stopping)  # a refusal: the panel says why
             if result is not None:
-                self.switch_results[profile.name] = result
                 self._say_outcome(profile.name, result)
 
-        await self._busy_with(doing, run, refused=refused)
+        await self._busy_with(console, doing, run, refused=refused, starting=profile.name)
+
+    def _highlight(self, console: HostConsole, name: str) -> None:
+        if console is self.console:
+            self.app.highlight_row(name)
 
     def _say_outcome(self, name: str, result: dict) -> None:
         server = result.get("server") or {}
@@ -474,7 +452,7 @@ class ServersController(Controller):
         return self.link.servers.get(name) if name else None
 
     def request_stop(self, name: str | None = None) -> None:
-        if self.app.ready_link() is None:
+        if self.ready_link() is None:
             return
         rec = self._shown_server(name)
         gone = self.app.gone_name()
@@ -488,7 +466,7 @@ class ServersController(Controller):
         if self.found_record(rec["name"]) is not None:
             self._confirm_plan(rec["name"], "stop")  # what stopping it signals, as the host plans it
             return
-        profile = self.app.library.profiles.get(rec["name"])
+        profile = self.console.library.profiles.get(rec["name"])
         if profile is not None and profile.nodes:
             self._request_stop_nodes(profile)
             return
@@ -496,12 +474,13 @@ class ServersController(Controller):
                  f"It gets SIGTERM, then SIGKILL after {STOP_GRACE_S:g} s if it is still there; spectui waits until "
                  f"its GPU memory is free."]
         command = f"kill -TERM -- -{rec.get('pgid') or rec.get('pid')}"
+        console = self.console
 
         def answered(yes: bool | None) -> None:
             if yes:
-                self._stop(rec["name"])
+                self._stop(console, rec["name"])
 
-        self.app.push_screen(ConfirmScreen(f"Stop {rec['name']}?", lines, command, yes="Stop"), answered)
+        self.push_screen(ConfirmScreen(f"Stop {rec['name']}?", lines, command, yes="Stop"), answered)
 
     def _request_stop_nodes(self, profile: Profile) -> None:
         hosts, why = node_hosts(profile, self.app.hosts)
@@ -511,52 +490,47 @@ class ServersController(Controller):
         lines = [f"{profile.name} runs on {len(hosts)} nodes: {', '.join(h.label for h in hosts)}.",
                  f"Each node's server gets SIGTERM, then SIGKILL after {STOP_GRACE_S:g} s, all at once; spectui waits "
                  "until every node's GPU memory is free."]
+        console = self.console
 
         def answered(yes: bool | None) -> None:
             if yes:
-                self._stop_all_nodes(profile.name, hosts)
+                self._stop_all_nodes(console, profile.name, hosts)
 
-        self.app.push_screen(ConfirmScreen(f"Stop {profile.name} on every node?", lines, None, yes="Stop"), answered)
+        self.push_screen(ConfirmScreen(f"Stop {profile.name} on every node?", lines, None, yes="Stop"), answered)
 
     @worker(group="action")
-    async def _stop_all_nodes(self, name: str, hosts: list[FleetHost]) -> None:
+    async def _stop_all_nodes(self, console: HostConsole, name: str, hosts: list[HostConsole]) -> None:
         async def stop() -> None:
             stopped = await self._stop_nodes(name, hosts)
             self.notify(f"{name} stopped on {', '.join(stopped) or 'no node (none was running)'}.")
 
-        await self._busy_with(f"stopping {name} on {len(hosts)} nodes", stop, refused="Stop refused")
+        await self._busy_with(console, f"stopping {name} on {len(hosts)} nodes", stop, refused="Stop refused")
 
     @worker(group="action")
-    async def _stop(self, name: str, confirmed: list[list[int]] | None = None) -> None:
-        """Stop server ``name``; ``confirmed``: the processes of a found server's plan the operator saw."""
+    async def _stop(self, console: HostConsole, name: str, confirmed: list[list[int]] | None = None) -> None:
+        """Stop server ``name`` on ``console``'s host; ``confirmed``: the processes of a found server's plan the
+        operator saw."""
         async def stop() -> None:
-            r = await self.link.stop(name, confirmed=confirmed)
+            r = await console.link.stop(name, confirmed=confirmed)
             st = r.get("stop") or {}
             self.notify(f"{name} stopped ({st.get('exit_s', 0):.1f} s, GPU memory free after "
                         f"{st.get('release_s', 0):.1f} s).")
 
-        await self._busy_with(f"stopping {name}", stop, refused="Stop refused")
+        await self._busy_with(console, f"stopping {name}", stop, refused="Stop refused")
 
-    async def _busy_with(self, doing: str, act: Callable[[], Awaitable[None]], *, refused: str | None = None,
-                         timeout: float = 15) -> None:
-        """Run ``act`` as the one action under way (``app.busy``); an error is said in one notification."""
-        app = self.app
-        if app.busy:
-            return
-        app.busy = doing
-        self.refresh()
+    async def _busy_with(self, console: HostConsole, doing: str, act: Callable[[], Awaitable[None]], *,
+                         refused: str | None = None, timeout: float = 15, starting: str | None = None) -> None:
+        """Run ``act`` holding ``console``'s host's action seat (``starting``: the server it starts); an error is
+        said in one notification."""
         try:
-            await act()
+            await console.seat.run(doing, act, starting=starting)
         except (SpectuiError, OSError) as exc:
-            if refused is None or not app.bench.notify_benchmarked(exc, refused):
+            if refused is None or not self.app.bench.notify_benchmarked(exc, refused):
                 self.notify(str(exc), severity="error", timeout=timeout)
-        finally:
-            app.busy = None
-            self.refresh()
 
     # --- A: adopt -------------------------------------------------------------------------------------------
     def request_adopt(self) -> None:
-        if self.app.ready_link() is None:
+        if self.ready_link() is None:
             return
         rec = self._highlighted_found("adopt it")
         if rec is None:
@@ -572,8 +546,9 @@ class ServersController(Controller):
 
     @worker(group="action")
     async def _confirm_plan(self, name: str, purpose: str) -> None:
+        console = self.console
         try:
-            plan = await self.link.control().plan_stop(name)
+            plan = await console.link.control().plan_stop(name)
         except (SpectuiError, OSError) as exc:
             self.notify(f"{name}: {exc}", severity="error", timeout=15)
             return
@@ -595,24 +570,25 @@ class ServersController(Controller):
 
         def answered(yes_: bool | None) -> None:
             if yes_:
-                (self._stop if purpose == "stop" else self._adopt)(name, confirmed)
+                (self._stop if purpose == "stop" else self._adopt)(console, name, confirmed)
 
-        self.app.push_screen(ConfirmScreen(title, lines, command, yes=yes), answered)
+        self.push_screen(ConfirmScreen(title, lines, command, yes=yes), answered)
 
     @worker(group="action")
-    async def _adopt(self, name: str, confirmed: list[list[int]]) -> None:
+    async def _adopt(self, console: HostConsole, name: str, confirmed: list[list[int]]) -> None:
         async def adopt() -> None:
-            view = await self.link.control().adopt(name, confirmed=confirmed)
+            link = console.link
+            view = await link.control().adopt(name, confirmed=confirmed)
             view = view.get("server", view) if isinstance(view, dict) else {}
             if view.get("name"):
-                self.link.record_server(view)
+                link.record_server(view)
             self.notify(f"{name} is adopted: spectui stops and switches it as its own from now on.")
 
-        await self._busy_with(f"adopting {name}", adopt, timeout=20)
+        await self._busy_with(console, f"adopting {name}", adopt, timeout=20)
 
     # --- I: import a profile ----------------------------------------------------------------------------------
     def request_import(self) -> None:
-        if self.app.ready_link() is None:
+        if self.ready_link() is None:
             return
         rec = self._highlighted_found("import a profile from it")
         if rec is not None:
@@ -620,6 +596,7 @@ class ServersController(Controller):
 
     @worker(group="import", exclusive=True)
     async def _import(self, rec: dict) -> None:
+        from spectui.ui.found_import import host_flagset, write_profile_from  # what only I needs: a launch command, flags
         app = self.app
         app.set_activity("import", f"reading the host's flag list to import {rec['name']}")
         try:

@@ -13,21 +13,17 @@ import sys
 from textual.worker import WorkerCancelled, WorkerFailed
 
 from spectui.core.errors import SpectuiError
-from spectui.core.source import (
+from spectui.core.source.errors import DemoSourceMissing, SourceFetchError, SourceOffline
+from spectui.core.source.wheels import (
     DEMO_VERSION,
-    DemoSourceMissing,
-    SourceFetchError,
-    SourceOffline,
     cached_source,
     download_wheel,
-    open_browser,
+    find_wheel,
     unpack_wheel,
     wheel_cache_dir,
 )
-from spectui.core.source.wheels import find_wheel
 from spectui.ui.controllers.base import Controller, worker
 from spectui.ui.screens.confirm import ConfirmScreen
-from spectui.ui.screens.source import SourceScreen
 
 
 class SourceController(Controller):
@@ -42,12 +38,13 @@ class SourceController(Controller):
         self._open_source()
 
     async def _browser(self, profile):
-        python = profile.python if profile is not None and not self.app.target.simulated else None
+        from spectui.core.source.browser import open_browser  # the browser's model: loaded with the first source key
+        python = profile.python if profile is not None and not self.console.target.simulated else None
         return await open_browser(self.link.session, python=python, demo_version=self.source_version)
 
     @worker(group="source", exclusive=True)
     async def _open_source(self) -> None:
-        profile = self.app.library.profiles.get(self.app.highlighted_name() or "")
+        profile = self.console.library.profiles.get(self.app.highlighted_name() or "")
         self.notify("Opening SGLang's source on the host…", timeout=3)
         try:
             try:
@@ -59,7 +56,8 @@ class SourceController(Controller):
         except (SpectuiError, OSError) as exc:
             self.notify(str(exc), title="Source browser", severity="error", timeout=15)
             return
-        self.app.push_screen(SourceScreen(browser, profile=profile))
+        from spectui.ui.screens.source import SourceScreen  # its highlighter loads with it
+        self.push_screen(SourceScreen(browser, profile=profile))
 
     async def _offer_fetch(self, exc: DemoSourceMissing) -> bool:
         version = exc.version
@@ -75,7 +73,7 @@ class SourceController(Controller):
             self.notify("Not fetched: f asks again.", title="Source browser", timeout=5)
             return False
         self.notify(f"Fetching sglang {version} into {exc.cache_dir}; the banner shows how far it is.", timeout=5)
-        self.app.set_activity("source", f"sglang {version}: starting")
+        self.activity("source", f"sglang {version}: starting")
         worker = self._fetch_sglang(version)
         try:
             await worker.wait()
@@ -92,7 +90,7 @@ class SourceController(Controller):
         except WorkerCancelled:
             return False
         finally:
-            self.app.set_activity("source", None)
+            self.activity("source", None)
         self.notify(f"sglang {version} is in {worker.result}.", title="Source browser", timeout=5)
         return True
 

@@ -74,7 +74,7 @@ class TelemetryController(Controller):
 
     @worker(group="telemetry")
     async def _off(self, session) -> None:
-        for method in ("gpu.unsubscribe", "server.telemetry.unsubscribe"):
+        for method in (Method.GPU_UNSUBSCRIBE, Method.SERVER_TELEMETRY_UNSUBSCRIBE):
             try:
                 await session.client.call(method)
             except (AgentCallError, Disconnected):

@@ -12,6 +12,7 @@ traffic on (t on that row while the traffic is on chooses it too). The header sa
 
 from __future__ import annotations
 
+from spectui.agent.protocol import Method
 from spectui.core.errors import AgentCallError, Disconnected, SpectuiError
 from spectui.core.servers import is_external
 from spectui.ui.controllers.base import Controller, worker
@@ -32,6 +33,7 @@ class TrafficController(Controller):
         self.concurrency = TRAFFIC_CONCURRENCY[0]
         self.chosen: str | None = None       # a found server the operator chose for the traffic (t on its row)
         self.aimed: tuple | None = None      # (server, explicit) last named to the host
+        self.aiming: tuple | None = None     # (server, explicit) named in a traffic.start not answered yet
         self.status: dict = {}               # the host's traffic.status, lately
         self._timer = None
         self._polls = 0
@@ -58,10 +60,10 @@ class TrafficController(Controller):
     # --- the link's news -------------------------------------------------------------------------------------------
     def session_opened(self, session, reconnects: int) -> None:
         # a new agent sends nothing until asked; a benchmark gives the traffic back when it ends
-        self.aimed, self.status = None, {}
+        self.aimed, self.status, self.on = None, {}, False
         if self.available and self._timer is None:
             self._timer = self.app.set_interval(SYNC_S, self.sync)
-        if self.wanted and not self.app.bench.measuring():
+        if self.wanted and not self.console.measuring:
             self._set(True)
 
     def host_changed(self) -> None:
@@ -72,8 +74,8 @@ class TrafficController(Controller):
         link = self.link
         if not (self.available and self.on and self.wanted) or link is None or not link.connected:
             return
-        if self.app.bench.measuring():
-            return
+        if self.console.measuring or self.aiming is not None:
+            return  # an answer still on its way is compared when it comes
         if self.target() != self.aimed:
             self._set(True)
             return
@@ -83,14 +85,14 @@ class TrafficController(Controller):
             self._poll()
 
     def paused_by_bench(self) -> bool:
-        return self.app.bench.measuring() and self.wanted
+        return self.console.measuring and self.wanted
 
     # --- keys --------------------------------------------------------------------------------------------------------
     def toggle(self) -> None:
         if not self.available:
             self.notify(NOT_HERE, severity="warning")
             return
-        if self.app.bench.measuring():
+        if self.console.measuring:
             self.notify("The demo traffic stays paused while the benchmark measures; it comes back when it ends.",
                         severity="warning")
             return
@@ -113,7 +115,7 @@ class TrafficController(Controller):
         n = self.concurrency
         self.notify(f"Demo traffic: {n} concurrent request{'s' if n > 1 else ''}"
                     + ("" if self.wanted else " (press t to turn it on)"))
-        if self.wanted and not self.app.bench.measuring():
+        if self.wanted and not self.console.measuring:
             self._set(True)
 
     def resume(self) -> None:
@@ -128,16 +130,18 @@ class TrafficController(Controller):
         link = self.link
         if link is None or not link.connected:
             return
+        aiming = None
         try:
             if on:
-                server, explicit = self.target()
+                aiming = self.aiming = self.target()
+                server, explicit = aiming
                 params = {**self.scenario, "concurrency": self.concurrency, "server": server}
                 if explicit:
                     params["explicit"] = True
-                self.status = await link.session.client.call("traffic.start", params)
+                self.status = await link.session.client.call(Method.TRAFFIC_START, params)
                 self.aimed = (server, explicit)
             else:
-                self.status = await link.session.client.call("traffic.stop")
+                self.status = await link.session.client.call(Method.TRAFFIC_STOP)
                 self.aimed = None
             self.on = on
         except AgentCallError as exc:
@@ -145,6 +149,9 @@ class TrafficController(Controller):
             self.notify(f"Demo traffic: {exc}", severity="warning")
         except (Disconnected, SpectuiError):
             self.on = False
+        finally:
+            if self.aiming is aiming:  # not a newer start's, which replaced this one (the group is exclusive)
+                self.aiming = None
         self.refresh()
 
     @worker(group="traffic-status", exclusive=True)
@@ -153,7 +160,7 @@ class TrafficController(Controller):
         if link is None or not link.connected:
             return
         try:
-            st = await link.session.client.call("traffic.status", timeout=10)
+            st = await link.session.client.call(Method.TRAFFIC_STATUS, timeout=10)
         except (AgentCallError, Disconnected, SpectuiError):
             return
         if st != self.status:
@@ -163,6 +170,6 @@ class TrafficController(Controller):
     async def stop_for_quit(self) -> None:
         """The demo's quit: no more requests while its servers stop."""
         try:
-            await self.link.session.client.call("traffic.stop")
+            await self.link.session.client.call(Method.TRAFFIC_STOP)
         except (AgentCallError, Disconnected):
             pass

@@ -10,79 +10,39 @@ tok/s against the swept value, and the recommendation with its evidence.
 from __future__ import annotations
 
 import asyncio
+from typing import TYPE_CHECKING
 
-from spectui.core.bench import PresetError, load_presets
-from spectui.core.bench.runs import host_label
 from spectui.core.errors import Disconnected, SpectuiError
 from spectui.core.profiles import ProfileError
-from spectui.core.tune import SpecSetting, TuneError
-from spectui.core.tune.run import TUNE_PRESET, TuneEvent, TuneProblems, lookup_baseline, run_tune
 from spectui.ui.controllers.base import Controller
-from spectui.ui.screens.bench import BenchScreen
-from spectui.ui.screens.tune import BudgetPicker, TuneScreen
-from spectui.ui.tunejob import TuneJob
+from spectui.ui.controllers.bench import BENCH_SHOWS
+from spectui.ui.dashboard_views import showing
+
+if TYPE_CHECKING:  # the planner, the loop, the job and its screens: loaded by the key that starts a tune
+    from spectui.core.console.tunejob import TuneJob
+    from spectui.core.tune import SpecSetting
+    from spectui.core.tune.plan import TuneInputs
+    from spectui.core.tune.run import TuneEvent
 
 
-class BenchSeat:
-    """The console's one benchmark at a time, as the tune takes it and gives it back."""
-
-    def __init__(self, app) -> None:
-        self.app = app
-        self.owner = getattr(app, "bench", None)  # the benchmark controller, where the app has one
-
-    def measuring(self) -> bool:
-        return self.owner.measuring() if self.owner is not None else self.app.bench_measuring()
-
-    def ready_link(self):
-        ready = getattr(self.app, "ready_link", None) or self.app._ready_link
-        return ready()
-
-    def traffic_paused(self) -> bool:
-        traffic = getattr(self.app, "traffic", None)
-        if traffic is not None and hasattr(traffic, "available"):
-            return bool(traffic.available and traffic.wanted)
-        return bool(self.app.traffic_available and self.app.traffic_wanted)
-
-    def take(self, job, worker) -> None:
-        if self.owner is not None:
-            self.owner.job, self.owner._worker = job, worker
-        else:
-            self.app.bench_job, self.app._bench_worker = job, worker
-
-    def follow(self, job) -> None:
-        """A new comparison of the tune is the benchmark under way."""
-        if self.owner is not None:
-            self.owner.job = job
-        else:
-            self.app.bench_job = job
-
-    def history_store(self):
-        return self.owner.history_store() if self.owner is not None else self.app.history_store()
-
-    def done(self, job) -> None:
-        if self.owner is not None:
-            self.owner._done(job)
-        else:
-            self.app._bench_done(job)
+def console_inputs(library, name: str, budget_min: float) -> TuneInputs:
+    """The console's tune of ``name`` within ``budget_min``: the inputs ``spectui tune NAME --budget MIN`` builds
+    (its default preset, concurrency levels, repeats and settings limit), for the same planner."""
+    from spectui.core.tune.plan import tune_inputs
+    return tune_inputs(library, name, budget_min)
 
 
 class TuneController(Controller):
-    """The tune under way (one at a time, as a benchmark is) and the last one's results."""
+    """The shown host's tune under way (one at a time per host, as a benchmark is; its console's
+    :attr:`~spectui.core.console.HostConsole.tune_job`) and the last one's results."""
 
     def __init__(self, app) -> None:
         super().__init__(app)
-        self.job: TuneJob | None = None
-        self._worker = None
         self.last_budget: float | None = None
 
-    @classmethod
-    def of(cls, app) -> "TuneController":
-        """The app's tune controller (made on first use)."""
-        ctl = getattr(app, "tune", None)
-        if not isinstance(ctl, cls):
-            ctl = cls(app)
-            app.tune = ctl
-        return ctl
+    @property
+    def job(self) -> TuneJob | None:
+        return self.console.tune_job
 
     @property
     def active(self) -> bool:
@@ -94,21 +54,22 @@ class TuneController(Controller):
         if self.active:
             self.open_screen()
             return
-        seat = BenchSeat(self.app)
-        if seat.measuring():
+        if self.console.measuring:
             self.notify("A benchmark is running: the tune starts once it ends (c stops it).", severity="warning")
             return
-        if seat.ready_link() is None:
+        if self.ready_link() is None:
             return
         name = self.app.highlighted_name()
-        profile = self.app.library.profiles.get(name) if name else None
+        profile = self.console.library.profiles.get(name) if name else None
         if profile is None or profile.algorithm is None:
             self.notify(f"{name or 'No profile'} has no speculative algorithm: highlight a speculative profile on "
                         "the dashboard, then T tunes it.", severity="warning", markup=False)
             return
+        from spectui.core.bench.presets import PresetError
+        from spectui.core.tune import SpecSetting, TuneError
+        from spectui.core.tune.plan import DEFAULT_BUDGET_MIN
         try:
-            baseline = lookup_baseline(self.app.library, profile, None)
-            preset = load_presets().get(TUNE_PRESET)
+            inputs = console_inputs(self.console.library, profile.name, DEFAULT_BUDGET_MIN)
             setting = SpecSetting.from_settings(profile.speculative_settings())
         except (TuneError, ProfileError, PresetError) as exc:
             self.notify(f"Tune of {profile.name}: {exc}", severity="error", timeout=15, markup=False)
@@ -116,40 +77,57 @@ class TuneController(Controller):
 
         def picked(budget: float | None) -> None:
             if budget is not None:
-                self.start(profile, baseline, preset, budget, setting)
+                self.start(profile.name, budget, setting)
 
-        self.app.push_screen(BudgetPicker(profile.name, baseline.name, preset, first=self.last_budget), picked)
+        from spectui.ui.screens.tune import BudgetPicker
+        self.push_screen(BudgetPicker(profile.name, inputs.baseline.name, inputs.preset, first=self.last_budget),
+                         picked)
 
-    def start(self, profile, baseline, preset, budget_min: float, setting: SpecSetting | None = None) -> None:
-        seat = BenchSeat(self.app)
-        if self.active or seat.measuring() or seat.ready_link() is None:
+    def start(self, name: str, budget_min: float, setting: SpecSetting | None = None) -> None:
+        bench, traffic = self.app.bench, self.app.traffic
+        if self.active or bench.measuring() or self.ready_link() is None:
             return
-        job = TuneJob(profile.name, baseline.name, preset, host_label(self.link.session), budget_min, setting)
-        job.bench.traffic_paused = seat.traffic_paused()
-        self.job = job
+        console = self.console
+        from spectui.core.bench.presets import PresetError
+        from spectui.core.console.tunejob import TuneJob
+        from spectui.core.tune import TuneError
+        from spectui.ui.screens.tune import TuneScreen
+        try:
+            inputs = console_inputs(console.library, name, budget_min)
+        except (TuneError, ProfileError, PresetError) as exc:
+            self.notify(f"Tune of {name}: {exc}", severity="error", timeout=15, markup=False)
+            return
+        profile, baseline, preset = inputs.profile, inputs.baseline, inputs.preset
+        job = TuneJob(profile.name, baseline.name, preset, self.link.session.target.history_label, budget_min, setting)
+        job.bench.traffic_paused = bool(traffic.available and traffic.wanted)
+        if not console.seat.take(f"tuning {profile.name}"):
+            return
+        console.tune_job = job
         self.last_budget = budget_min
-        self._worker = self.app.run_worker(self._run(job, profile, baseline, preset, seat), name="tune",
-                                           group="bench", exclusive=True, exit_on_error=False)
-        seat.take(job.bench, self._worker)
-        self.app.busy = f"tuning {profile.name}"
-        if isinstance(self.app.screen, BenchScreen) and self.app.screen.job is None:
+        worker = self.app.run_worker(self._run(job, console, inputs), name="tune",
+                                     group="bench", exit_on_error=False)
+        bench.adopt(job.bench, worker, console)
+        if showing(self.app.screen, "bench", "BenchScreen") and self.app.screen.job is None:
             self.app.pop_screen()  # it said there was no benchmark: the tune is one now
-        self.app.push_screen(TuneScreen(job))
+        self.push_screen(TuneScreen(job))
         self.refresh()
 
-    async def _run(self, job: TuneJob, profile, baseline, preset, seat: BenchSeat) -> None:
-        session = self.link.session
+    async def _run(self, job: TuneJob, console, inputs: TuneInputs) -> None:
+        from spectui.core.tune.run import TuneProblems, run_tune
+        session, bench = console.link.session, self.app.bench
+        profile = inputs.profile
 
         def on_event(ev: TuneEvent) -> None:
             job.on_event(ev)
             if ev.kind == "compare_started":
-                seat.follow(job.bench)
+                console.bench_job = job.bench
             if ev.kind != "compare" or ev.compare.kind != "progress":
                 self.refresh()
+            else:
+                self.changed(BENCH_SHOWS)
 
         try:
-            outcome = await run_tune(session, profile, baseline, preset, budget_s=job.budget_min * 60.0,
-                                     store=seat.history_store(), on_event=on_event)
+            outcome = await run_tune(session, inputs, store=bench.history_store(), on_event=on_event)
             job.finish(outcome)
             self.notify(f"Tune of {profile.name}: {outcome.recommendation.summary}.", timeout=15, markup=False)
         except asyncio.CancelledError:
@@ -167,16 +145,16 @@ class TuneController(Controller):
             job.fail(str(exc))
             self.notify(f"Tune of {profile.name}: {exc}", severity="error", timeout=15, markup=False)
         finally:
-            self._worker = None
-            seat.done(job.bench)
+            bench.done(job.bench, console)
 
     def open_screen(self) -> None:
         if self.job is None:
             self.request()
             return
-        if isinstance(self.app.screen, TuneScreen):
+        if showing(self.app.screen, "tune", "TuneScreen"):
             return
-        self.app.push_screen(TuneScreen(self.job))
+        from spectui.ui.screens.tune import TuneScreen
+        self.push_screen(TuneScreen(self.job))
 
 
 __all__ = ["TuneController"]

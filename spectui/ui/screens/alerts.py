@@ -8,11 +8,12 @@ import time
 
 from textual.app import ComposeResult
 from textual.screen import Screen
-from textual.widgets import Footer, Log, Static
+from textual.widgets import Footer, Static
 
 from spectui.core.textsafe import one_line
 from spectui.ui import keys
 from spectui.ui.draw import duration
+from spectui.ui.screens.notifications import WrappedLines
 
 REFRESH_S = 1.0
 
@@ -59,7 +60,7 @@ class AlertsScreen(Screen):
     BINDINGS = keys.ALERTS
     DEFAULT_CSS = """
     #alerts-title { height: auto; padding: 0 1; }
-    #alerts-lines { height: 1fr; }
+    #alerts-lines { height: 1fr; padding: 0 1; }
     """
 
     def __init__(self) -> None:
@@ -68,11 +69,11 @@ class AlertsScreen(Screen):
 
     def compose(self) -> ComposeResult:
         yield Static("", id="alerts-title", classes="dialog-title", markup=False)
-        yield Log(id="alerts-lines")
+        yield WrappedLines(id="alerts-lines")  # a long sentence wraps: never cut at the screen's edge
         yield Footer()
 
     def on_mount(self) -> None:
-        self.query_one(Log).focus()
+        self.query_one(WrappedLines).focus()
         self.sync()
         self.set_interval(REFRESH_S, self.sync)
 
@@ -93,9 +94,7 @@ class AlertsScreen(Screen):
         lines = self.lines()
         if lines != self._shown:
             self._shown = lines
-            log = self.query_one(Log)
-            log.clear()
-            log.write_lines(lines)
+            self.query_one(WrappedLines).set_lines(lines)
 
     def action_close(self) -> None:
         self.dismiss()

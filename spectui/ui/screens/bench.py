@@ -7,26 +7,33 @@ the baseline; for a single run, its figures. ``e`` exports them as Markdown, ``c
 highlighted on the dashboard (``spectui.ui.screens.tune``). Before any benchmark it says how to
 start one.
 
-The screen reads a :class:`~spectui.ui.benchjob.BenchJob` that the app's workers feed; it asks
+The screen reads a :class:`~spectui.core.console.benchjob.BenchJob` that the app's workers feed; it asks
 the app for everything else.
 """
 
 from __future__ import annotations
 
+import re
+
 from rich.cells import cell_len
 from rich.console import Group
+from rich.segment import Segment
 from rich.text import Text
 from textual.app import ComposeResult
-from textual.containers import VerticalScroll
+from textual.containers import Vertical, VerticalScroll
 from textual.css.query import NoMatches
+from textual.geometry import Size
 from textual.screen import Screen
+from textual.strip import Strip
+from textual.widget import Widget
 from textual.widgets import Static
 
 from spectui.core.bench import render_comparison, speedup_bars
+from spectui.core import cells
 from spectui.core.bench.table import FOREIGN_MARK, render_run_detail
 from spectui.core.textsafe import visible, visible_text
 from spectui.ui import keys
-from spectui.ui.benchjob import BenchJob
+from spectui.core.console.benchjob import BenchJob
 from spectui.ui.draw import DEFAULT_STYLES, EIGHTHS, Styles, duration
 from spectui.ui.widgets.footer import KeyFooter
 
@@ -50,7 +57,7 @@ def speedup_chart(comp: dict, st: Styles = DEFAULT_STYLES, width: int = BAR_WIDT
     if not bars:
         return out
     top = max(1.0, max(b["speedup"] for b in bars))
-    name_w = max(len(b["profile"]) for b in bars)
+    name_w = max(cells.width(b["profile"]) for b in bars)
     one = min(width - 1, round(width / top))
     out.append(f"Speedup against {comp['baseline']} (output tok/s; │ marks 1.00x)\n", style="bold")
     for b in bars:
@@ -58,7 +65,7 @@ def speedup_chart(comp: dict, st: Styles = DEFAULT_STYLES, width: int = BAR_WIDT
         bar = bar_text(s / top, width)
         bar = bar[:one] + ("│" if bar[one] == " " else bar[one]) + bar[one + 1:]
         style = st.dim if b["baseline"] else (st.dim if b["noise"] else (st.ok if s >= 1.0 else st.warn))
-        out.append(b["profile"].ljust(name_w) + "  ", style="bold")
+        out.append(cells.pad(b["profile"], name_w) + "  ", style="bold")
         out.append(bar, style=style)
         out.append(f"  {s:.2f}x")
         if b.get("foreign"):
@@ -71,6 +78,13 @@ def speedup_chart(comp: dict, st: Styles = DEFAULT_STYLES, width: int = BAR_WIDT
     return out
 
 
+def _positions(t: Text, job: BenchJob, indent: str) -> None:
+    """The run in flight's acceptance per draft position so far, on a line of its own (it wraps)."""
+    line = job.positions_text()
+    if line:
+        t.append(f"{indent}{visible(line)}\n")
+
+
 def progress_text(job: BenchJob, st: Styles = DEFAULT_STYLES) -> Text:
     """What the job is doing, line by line (also what the tests read)."""
     t = Text()
@@ -81,23 +95,27 @@ def progress_text(job: BenchJob, st: Styles = DEFAULT_STYLES) -> Text:
                  style="dim")
     t.append(f"\non {job.host}\n\n", style="dim")
     if job.kind == "compare":
-        width = max(len(n) for n in job.profiles)
+        name_w = max(cells.width(n) for n in job.profiles)
         for name in job.profiles:
             step = job.steps[name]
             style = {"failed": st.bad, "measured": st.ok, "measuring": st.accent, "switching": st.info}.get(
                 step.state, st.dim)
-            t.append(f"  {STEP_MARKS.get(step.state, '?')} {name.ljust(width)}  ", style=style)
+            t.append(f"  {STEP_MARKS.get(step.state, '?')} {cells.pad(name, name_w)}  ", style=style)
             t.append(f"{step.state:<10}", style=style)
             t.append(f" {step.runs_done}/{step.runs_total} runs", style="dim")
-            if step.state == "measuring" and job.current == name and job.active:
+            live = step.state == "measuring" and job.current == name and job.active
+            if live:
                 t.append(f"   {visible(job.progress_text())}")
             elif step.state == "failed" and step.detail:
                 t.append(f"   {visible(step.detail)}", style=st.bad)
             t.append("\n")
+            if live:
+                _positions(t, job, "    ")
     else:
         t.append(f"  run {job.run_id or '…'} on {job.server}: ", style="bold")
         t.append(visible(job.progress_text()) if job.active or job.progress is not None else "")
         t.append("\n")
+        _positions(t, job, "  ")
     t.append("\n")
     frac = job.fraction() or 0.0
     state_style = {"done": st.ok, "failed": st.bad, "interrupted": st.warn}.get(job.state, st.info)
@@ -141,33 +159,94 @@ def plain_text(r: Text | Group) -> str:
     return r.plain if isinstance(r, Text) else "\n".join(x.plain for x in r.renderables)
 
 
+_COLUMNS = re.compile(r"\S {2,}\S|[│█▏▎▍▌▋▊▉─┼]")  # aligned columns, a rule or a bar: a table's row
+
+
+def blocks(r: Text | Group) -> list[tuple[bool, list[Text]]]:
+    """The results cut into runs of lines: ``(True, rows)`` for a table's rows (aligned columns, bars), which
+    keep their rows whole and scroll sideways together; ``(False, lines)`` for sentences, which wrap."""
+    out: list[tuple[bool, list[Text]]] = []
+    for part in (r.renderables if isinstance(r, Group) else [r]):
+        for line in part.split("\n", allow_blank=True):
+            table = bool(_COLUMNS.search(line.plain))
+            if out and out[-1][0] == table or (out and not line.plain.strip()):
+                out[-1][1].append(line)
+            else:
+                out.append((table, [line]))
+    return out
+
+
+class WideLines(Widget):
+    """A table's rows, each whole on one screen row, shown from column :attr:`col` (the screen moves every table
+    together with ← →)."""
+
+    DEFAULT_CSS = "WideLines { height: auto; }"
+
+    def __init__(self, rows: list[Text]) -> None:
+        super().__init__()
+        self.rows = rows
+        self.col = 0
+        self._strips: list[Strip] | None = None
+
+    @property
+    def content_width(self) -> int:
+        return max((cell_len(r.plain) for r in self.rows), default=0)
+
+    def get_content_height(self, container: Size, viewport: Size, width: int) -> int:
+        return len(self.rows)
+
+    def scroll_to_col(self, col: int) -> None:
+        self.col = col
+        self.refresh()
+
+    def render_line(self, y: int) -> Strip:
+        width = self.size.width
+        if self._strips is None:
+            console = self.app.console
+            self._strips = [Strip([s for s in r.render(console) if s.text != "\n"] or [Segment("")])
+                            for r in self.rows]
+        if not 0 <= y < len(self._strips):
+            return Strip.blank(width, self.rich_style)
+        return self._strips[y].crop_extend(self.col, self.col + width, self.rich_style)
+
+    @property
+    def shown_text(self) -> list[str]:
+        """The rows as they are on screen now (tests read it)."""
+        return [self.render_line(y).text for y in range(len(self.rows))]
+
+
 class BenchScreen(Screen):
     BINDINGS = keys.BENCH
 
     DEFAULT_CSS = """
-    BenchScreen #bench-title { height: 1; padding: 0 1; background: $boost; text-style: bold; }
+    BenchScreen #bench-title { height: auto; padding: 0 1; background: $boost; text-style: bold; }
     BenchScreen #bench-progress { height: auto; padding: 1 2 0 2; }
-    BenchScreen #bench-scroll { height: 1fr; padding: 0 2; overflow-x: auto; }
-    BenchScreen #bench-results { width: auto; }
+    BenchScreen #bench-cols { height: 1; padding: 0 2; color: $warning; display: none; }
+    BenchScreen #bench-scroll { height: 1fr; padding: 0 2; overflow-x: hidden; }
+    BenchScreen #bench-results { height: auto; }
+    BenchScreen #bench-results > Static { width: 1fr; }
     """
+    COL_STEP = 8  # columns one ← or → moves the tables
 
     def __init__(self, job: BenchJob | None) -> None:
         super().__init__(id="bench")
         self.job = job
-        self._seen: tuple | None = None
         self._state = None
         self._mounted = False
+        self._results: str | None = None  # the results drawn (plain text)
+        self.col = 0  # the first column of the tables shown
 
     def compose(self) -> ComposeResult:
         yield Static("", id="bench-title", markup=False)
         yield Static("", id="bench-progress")
+        yield Static("", id="bench-cols", markup=False)
         with VerticalScroll(id="bench-scroll"):
-            yield Static("", id="bench-results")
+            yield Vertical(id="bench-results")
         yield KeyFooter()
 
     def on_mount(self) -> None:
         self._mounted = True
-        self.sync(force=True)
+        self.sync()
 
     def on_unmount(self) -> None:
         self._mounted = False
@@ -176,19 +255,18 @@ class BenchScreen(Screen):
     def styles_(self) -> Styles:
         return getattr(self.app, "draw_styles", DEFAULT_STYLES)
 
-    def sync(self, *, force: bool = False) -> None:
-        """Redraw if the job changed (or, while it runs, once a second for the clock)."""
+    def sync(self) -> None:
+        """Draw the job as it is now: the App calls it when the ``bench`` panel was marked changed (the job's
+        news, and once a second while it runs for its clock)."""
         job = self.job
-        key = (job.version, int(job.elapsed_s()) if job.active else None) if job is not None else None
-        if not self._mounted or (not force and key == self._seen):
+        if not self._mounted:
             return
         try:
             title = self.query_one("#bench-title", Static)
             progress = self.query_one("#bench-progress", Static)
-            results = self.query_one("#bench-results", Static)
+            results = self.query_one("#bench-results", Vertical)
         except NoMatches:  # being taken down (or not built yet): the next tick redraws
             return
-        self._seen = key
         if job is None:
             title.update("Benchmarks")
             progress.update(Text(NO_JOB, style="dim"))
@@ -197,13 +275,38 @@ class BenchScreen(Screen):
         progress.update(progress_text(job, self.styles_))
         if not job.active:
             text = results_text(job, self.styles_)
-            results.update(text)
-            # as wide as its widest row: a narrow terminal scrolls the results sideways, never wraps a row
-            plain = plain_text(text)
-            results.styles.width = max((cell_len(line) for line in plain.splitlines()), default=0) or "auto"
+            if plain_text(text) != self._results:  # sentences wrap; a table's rows stay whole and scroll sideways
+                self._results = plain_text(text)
+                results.remove_children()
+                results.mount_all([WideLines(lines) if table else Static(Text("\n").join(lines), markup=False)
+                                   for table, lines in blocks(text)])
+                self.call_after_refresh(self.show_cols)
         if job.state != self._state:
             self._state = job.state
             self.refresh_bindings()
+
+    # --- the tables' columns ------------------------------------------------------------------------------------
+    def on_resize(self) -> None:
+        self.call_after_refresh(self.show_cols)
+
+    def show_cols(self, col: int | None = None) -> None:
+        """Show the tables from column ``col`` (kept within them), and say which columns show when they are wider
+        than the screen: ``cols 13-92 of 140 ←→``."""
+        tables = list(self.query(WideLines))
+        wide = max((t.content_width for t in tables), default=0)
+        view = min((t.size.width for t in tables), default=0)
+        self.col = max(0, min(self.col if col is None else col, wide - view))
+        for t in tables:
+            t.scroll_to_col(self.col)
+        cols = self.query_one("#bench-cols", Static)
+        cols.display = view > 0 and wide > view
+        if cols.display:
+            arrows = ("←" if self.col > 0 else " ") + ("→" if self.col + view < wide else " ")
+            cols.update(f"cols {self.col + 1}-{min(wide, self.col + view)} of {wide} {arrows}  (← → move the "
+                        "tables; sentences wrap)")
+
+    def action_scroll_cols(self, step: int) -> None:
+        self.show_cols(self.col + step * self.COL_STEP)
 
     @property
     def progress_plain(self) -> str:
@@ -223,9 +326,7 @@ class BenchScreen(Screen):
         return True
 
     def action_tune(self) -> None:
-        from spectui.ui.controllers.tune import TuneController  # it opens this screen's subclass
-
-        TuneController.of(self.app).request()
+        self.app.tune.request()
 
     def action_cancel_bench(self) -> None:
         self.app.bench.request_cancel()

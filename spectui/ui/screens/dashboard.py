@@ -15,6 +15,7 @@ from spectui.ui import keys
 from spectui.ui.messages import ProfileHighlighted, StopRequested, SwitchRequested
 from spectui.ui.widgets.base import LinePanel
 from spectui.ui.widgets.footer import KeyFooter
+from spectui.ui.widgets.glance import GlanceRow, glance_view
 from spectui.ui.widgets.gpu import GpuPanel
 from spectui.ui.widgets.header import Banner, HeaderBar
 from spectui.ui.widgets.logtail import LogTail
@@ -39,6 +40,7 @@ class DashboardScreen(Screen):
     def compose(self) -> ComposeResult:
         yield Banner(id="banner")
         yield HeaderBar(id="header")
+        yield GlanceRow(id="glance")
         yield Input(placeholder="filter the profiles: name, algorithm or model (escape clears)", id="profile-filter")
         with VerticalScroll(id="body", can_focus=False):
             with Horizontal(id="top"):
@@ -56,7 +58,8 @@ class DashboardScreen(Screen):
     # The layout follows the terminal's size (app.tcss): below COMPACT_BELOW rows the log tail gives
     # its room to the panels; below NARROW_BELOW columns the server, speculative and throughput panels
     # stack and the dashboard scrolls (page up / page down, the wheel); below SLIM_BELOW columns the
-    # profiles and GPUs stack too.
+    # profiles and GPUs stack too. Where the panels do not all fit (compact or narrow), the glance row above them
+    # keeps the watched server's figures on the first screen.
     COMPACT_BELOW = 34
     NARROW_BELOW = 120
     SLIM_BELOW = 100
@@ -65,11 +68,18 @@ class DashboardScreen(Screen):
         self.query_one("#log-filter", Input).display = False
         self.query_one("#profile-filter", Input).display = False
 
+    def on_screen_resume(self) -> None:
+        self.app.changed()  # what changed while another screen was shown
+
     def on_resize(self, event) -> None:
+        tail = not self.has_class("compact")
         self.set_class(event.size.height < self.COMPACT_BELOW, "compact")
         self.set_class(event.size.width < self.NARROW_BELOW, "narrow")
         self.set_class(event.size.width < self.SLIM_BELOW, "slim")
         self._fit_top()
+        self._glance()
+        if tail != (not self.has_class("compact")):
+            self.app.changed({"logtail"})  # the log tail comes back (and is read again) or goes
 
     def _fit_top(self) -> None:
         """The profiles and GPU row as tall as the taller of the two needs (both whole where the
@@ -94,7 +104,7 @@ class DashboardScreen(Screen):
 
     # --- what the app calls each refresh ------------------------------------------------------------------
     def panels(self) -> dict[str, LinePanel]:
-        return {w.id: w for w in self.query(LinePanel) if w.id}
+        return {w.id: w for w in self.query(LinePanel) if w.id and w.id != "glance"}
 
     def show(self, views: dict[str, object], *, force: bool = False) -> int:
         """Hand each visible panel its snapshot; returns how many redrew."""
@@ -106,10 +116,21 @@ class DashboardScreen(Screen):
             drawn += panel.show(views[wid], force=force)
         if drawn:
             self._fit_top()
+            self._glance(force)
         return drawn
+
+    def _glance(self, force: bool = False) -> None:
+        """The glance row from what the server, speculative, throughput and GPU panels show, where it is shown."""
+        glance = self.query_one("#glance", GlanceRow)
+        glance.display = self.has_class("compact") or self.has_class("narrow")
+        if glance.display:
+            panels = self.panels()
+            glance.show(glance_view(*(panels[w].view for w in ("server", "spec", "throughput", "gpus"))), force=force)
 
     # --- keys -------------------------------------------------------------------------------------------------
     def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
+        if keys.typed_into_a_box(self, action):
+            return False
         if self.app.replay is not None and action in HOST_ACTIONS:
             return False  # a replay acts on nothing (and space plays or pauses it)
         if action == "traffic":
@@ -120,9 +141,6 @@ class DashboardScreen(Screen):
             return self.app.servers.found_action_possible(action)
         return True
 
-    def action_move(self, step: int) -> None:
-        self.app.move_highlight(step)
-
     def action_switch(self) -> None:
         name = self.app.highlighted_name()
         if name:
@@ -131,105 +149,18 @@ class DashboardScreen(Screen):
     def action_switch_number(self, number: int) -> None:
         self.app.switch_number(int(number))
 
-    def action_stop(self) -> None:
-        self.app.servers.request_stop()
-
-    def action_adopt(self) -> None:
-        self.app.servers.request_adopt()
-
-    def action_import_profile(self) -> None:
-        self.app.servers.request_import()
-
-    def action_restart(self) -> None:
-        self.app.servers.request_restart()
-
-    def action_logs(self) -> None:
-        self.app.logs.open()
-
-    def action_source(self) -> None:
-        self.app.source.open()
-
-    def action_mark(self) -> None:
-        self.app.bench.toggle_mark()
-
-    def action_bench(self) -> None:
-        self.app.bench.request_bench()
-
-    def action_compare(self) -> None:
-        self.app.bench.request_compare()
-
-    def action_results(self) -> None:
-        self.app.bench.open_screen()
-
-    def action_probe(self) -> None:
-        self.app.probe.request_probe()
-
-    def action_traffic(self) -> None:
-        self.app.traffic.toggle()
-
-    def action_traffic_concurrency(self) -> None:
-        self.app.traffic.cycle_concurrency()
-
-    def action_rate_formula(self) -> None:
-        self.app.cycle_rate_formula()
-
-    def action_help(self) -> None:
-        self.app.open_help()
-
-    def action_retry_now(self) -> None:
-        self.app.retry_now()
-
-    def action_quit_console(self) -> None:
-        self.app.quit_console()
-
-    def action_gpu_processes(self) -> None:
-        self.app.open_gpu_processes()
-
-    def action_debug_log(self) -> None:
-        self.app.open_debug_log()
-
-    def action_hosts(self) -> None:
-        self.app.open_fleet()
-
     def action_host(self, step: int) -> None:
         self.app.enter_host((self.app.current_host + step) % len(self.app.hosts))
-
-    def action_record(self) -> None:
-        self.app.recording.toggle()
-
-    def action_alerts(self) -> None:
-        self.app.open_alerts()
-
-    def action_describe(self) -> None:
-        self.app.open_describe()
-
-    def action_pause(self) -> None:
-        self.app.toggle_pause()
-
-    def action_telemetry_faster(self) -> None:
-        self.app.telemetry.step(1)
-
-    def action_telemetry_slower(self) -> None:
-        self.app.telemetry.step(-1)
 
     def action_filter_profiles(self) -> None:
         box = self.query_one("#profile-filter", Input)
         box.display = True
-        box.focus()
-
-    def action_found_group(self) -> None:
-        self.app.servers.toggle_found("unfolded")
-
-    def action_found_stopped(self) -> None:
-        self.app.servers.toggle_found("stopped")
-
-    def action_found_owner(self) -> None:
-        self.app.servers.toggle_found("mine")
+        keys.focus_now(box)
 
     def action_filter(self) -> None:
         box = self.query_one("#log-filter", Input)
         box.display = True
-        box.focus()
+        keys.focus_now(box)
 
     # --- messages from widgets -----------------------------------------------------------------------------
     def on_profile_highlighted(self, message: ProfileHighlighted) -> None:
@@ -283,3 +214,50 @@ class DashboardScreen(Screen):
         box.display = False
         if box.has_focus:
             self.set_focus(None)
+
+
+FORWARDS: dict[str, tuple[str, tuple]] = {  # the dashboard's keys that one call of the App answers
+    "move": ("move_highlight", ()),
+    "stop": ("servers.request_stop", ()),
+    "adopt": ("servers.request_adopt", ()),
+    "import_profile": ("servers.request_import", ()),
+    "restart": ("servers.request_restart", ()),
+    "logs": ("logs.open", ()),
+    "source": ("source.open", ()),
+    "mark": ("bench.toggle_mark", ()),
+    "bench": ("bench.request_bench", ()),
+    "compare": ("bench.request_compare", ()),
+    "results": ("bench.open_screen", ()),
+    "probe": ("probe.request_probe", ()),
+    "traffic": ("traffic.toggle", ()),
+    "traffic_concurrency": ("traffic.cycle_concurrency", ()),
+    "rate_formula": ("cycle_rate_formula", ()),
+    "help": ("open_help", ()),
+    "retry_now": ("retry_now", ()),
+    "quit_console": ("quit_console", ()),
+    "gpu_processes": ("open_gpu_processes", ()),
+    "debug_log": ("open_debug_log", ()),
+    "hosts": ("open_fleet", ()),
+    "record": ("recording.toggle", ()),
+    "alerts": ("open_alerts", ()),
+    "describe": ("open_describe", ()),
+    "pause": ("toggle_pause", ()),
+    "telemetry_faster": ("telemetry.step", (1,)),
+    "telemetry_slower": ("telemetry.step", (-1,)),
+    "found_group": ("servers.toggle_found", ("unfolded",)),
+    "found_stopped": ("servers.toggle_found", ("stopped",)),
+    "found_owner": ("servers.toggle_found", ("mine",)),
+}
+
+
+def _forward(path: str, fixed: tuple):
+    def action(self, *args: object) -> None:
+        target = self.app
+        for part in path.split("."):
+            target = getattr(target, part)
+        target(*fixed, *args)
+    return action
+
+
+for _name, (_path, _fixed) in FORWARDS.items():
+    setattr(DashboardScreen, f"action_{_name}", _forward(_path, _fixed))

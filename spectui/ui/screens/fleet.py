@@ -8,6 +8,7 @@ from __future__ import annotations
 from textual.app import ComposeResult
 from textual.screen import Screen
 
+from spectui.core.cells import pad, widths
 from spectui.ui import keys
 from spectui.ui.draw import Row, Styles
 from spectui.ui.fleet import FleetRow, FleetView
@@ -45,7 +46,7 @@ class FleetTable(LinePanel):
         if view is None:
             return []
         table = [list(COLUMNS)] + [cells(r) for r in view.rows]
-        widths = [max(len(row[i]) for row in table) for i in range(len(COLUMNS))]
+        cols = widths(table)
         out = []
         for i, row in enumerate(table):
             line = Row()
@@ -61,7 +62,7 @@ class FleetTable(LinePanel):
                     style = st.warn
                 else:
                     style = st.text
-                line.add(("  " if j else "") + (text if j == len(row) - 1 else text.ljust(widths[j])), style)
+                line.add(("  " if j else "") + (text if j == len(row) - 1 else pad(text, cols[j])), style)
             if r is not None and i - 1 == view.highlight:
                 line = Row("▸ ", st.accent).extend(line)
             else:

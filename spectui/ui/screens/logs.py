@@ -1,4 +1,9 @@
-"""The full log of one server: search, wrap, follow toggle, save to a local file."""
+"""The full log of one server: search, wrap, follow toggle, save to a local file.
+
+The search is the source browser's (``spectui.core.search``): a regular expression, or plain text
+(``ctrl+t``). spectui's own polls of the server (uvicorn's ``GET /metrics`` lines, ...) are hidden
+until ``p`` shows them; the status line counts them.
+"""
 
 from __future__ import annotations
 
@@ -12,10 +17,12 @@ from textual.css.query import NoMatches
 from textual.screen import ModalScreen, Screen
 from textual.widgets import Footer, Input, Static
 
+from spectui.core.search import Query, SearchError
 from spectui.core.textsafe import visible_text
 from spectui.ui import keys
 from spectui.ui.clipboard import copy_text
-from spectui.ui.logbuffer import LogBuffer
+from spectui.core.console.logs import LogBuffer
+from spectui.ui.widgets.logtail import polls_note
 from spectui.ui.widgets.logview import LogView
 
 
@@ -64,12 +71,16 @@ class LogScreen(Screen):
     def __init__(self, buffer: LogBuffer) -> None:
         super().__init__(id="logs")
         self.buffer = buffer
-        self._seen = -1
+        self.literal = False          # the search: a regular expression, or plain text (ctrl+t)
+        self.search_error = ""        # why the last query typed is not searched (the previous one stays)
+
+    def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
+        return not keys.typed_into_a_box(self, action)
 
     def compose(self) -> ComposeResult:
         yield Static("", id="logs-status", markup=False)
         yield LogView(id="logview")
-        yield Input(placeholder="search (enter: first match, n/N: next/previous, escape: done)", id="logs-search")
+        yield Input(placeholder=self._placeholder(), id="logs-search")
         yield Footer()
 
     def on_mount(self) -> None:
@@ -86,16 +97,19 @@ class LogScreen(Screen):
         return self.query_one(LogView)
 
     def sync(self) -> None:
-        """Bring the view up to date with the buffer (the app calls this while the screen is
-        shown; before it is built or while it is taken down there is nothing to update)."""
+        """Bring the view up to date with the buffer (the app calls this when a read changed it; before the
+        screen is built or while it is taken down there is nothing to update)."""
         try:
             view = self.view
         except NoMatches:
             return
-        if self.buffer.version != self._seen:
-            self._seen = self.buffer.version
-            view.set_lines(self.buffer.lines)
+        view.set_lines(self.buffer.shown())
         self._status()
+
+    def _placeholder(self) -> str:
+        key = keys.key_label(self.app, "logs.search_mode")
+        what = f"plain text ({key}: regular expression)" if self.literal else f"regular expression ({key}: plain text)"
+        return f"search: {what}; enter: first match, n/N: next/previous, escape: done"
 
     def _status(self) -> None:
         try:
@@ -107,7 +121,13 @@ class LogScreen(Screen):
                  "follow on" if v.follow else "follow off", "wrap on" if v.wrap else "wrap off"]
         if v.needle:
             where = f"{v.match_index + 1}/{len(v.matches)}" if v.match_index >= 0 else f"{len(v.matches)}"
-            parts.append(f"search {v.needle!r}: {where} matches")
+            parts.append(f"search {Query(v.needle, self.literal).label()}: {where} matches")
+        if self.search_error:
+            parts.append(self.search_error)
+        polls = polls_note(self.buffer.poll_lines, self.buffer.options.polls_shown,
+                           keys.key_label(self.app, "logs.polls"))
+        if polls:
+            parts.append(polls)
         if self.buffer.error:
             parts.append(self.buffer.error)
         status.update(visible_text("  ·  ".join(parts)))
@@ -116,15 +136,43 @@ class LogScreen(Screen):
     def action_search(self) -> None:
         box = self.query_one("#logs-search", Input)
         box.display = True
-        box.focus()
+        keys.focus_now(box)
+
+    def _search(self, text: str) -> bool:
+        """Search for ``text`` as the mode says; a bad regex: the sentence shown, the last matches kept."""
+        try:
+            self.view.set_search(Query(text, self.literal))
+        except SearchError as exc:
+            self.search_error = str(exc)
+            self._status()
+            return False
+        self.search_error = ""
+        self._status()
+        return True
 
     def on_input_changed(self, event: Input.Changed) -> None:
         if event.input.id == "logs-search":
-            self.view.set_needle(event.value)
-            self._status()
+            self._search(event.value)
+
+    def action_toggle_search_mode(self) -> None:
+        self.literal = not self.literal
+        box = self.query_one("#logs-search", Input)
+        box.placeholder = self._placeholder()
+        self._search(box.value)
+
+    def action_toggle_polls(self) -> None:
+        options = self.buffer.options
+        options.polls_shown = not options.polls_shown
+        view = self.view
+        follow = view.follow
+        view.set_lines(self.buffer.shown())
+        view.set_follow(follow)
+        self._status()
 
     def on_input_submitted(self, event: Input.Submitted) -> None:
         if event.input.id == "logs-search":
+            if not self._search(event.value):
+                return
             self.view.focus()
             if not event.value:
                 event.input.display = False
@@ -178,7 +226,8 @@ class LogScreen(Screen):
         if box.display or self.view.needle:  # a search is on ("escape: done"): end it, stay on the log
             box.value = ""
             box.display = False
-            self.view.set_needle("")
+            self.search_error = ""
+            self.view.set_search(None)
             self._status()
             return
         self.dismiss()

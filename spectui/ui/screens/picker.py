@@ -11,6 +11,7 @@ from textual.widgets.option_list import Option
 
 from spectui.core.bench import Preset, PresetLibrary
 from spectui.core.bench.presets import user_preset_dir
+from spectui.core.cells import pad, width
 from spectui.core.textsafe import visible_text
 from spectui.ui import keys
 
@@ -48,9 +49,9 @@ class PresetPicker(ModalScreen["Preset | None"]):
             for line in self.lines:
                 yield Static(visible_text(line), markup=False)
             options = []
-            width = max((len(p.name) for p in self.presets), default=8)
+            name_w = max((width(p.name) for p in self.presets), default=8)
             for i, p in enumerate(self.presets):
-                label = Text.assemble((p.name.ljust(width), "bold"), "  ", (p.describe(), ""))
+                label = Text.assemble((pad(p.name, name_w), "bold"), "  ", (p.describe(), ""))
                 if p.repeats:
                     label.append(f", {p.repeats} repeat{'s' if p.repeats != 1 else ''} in a comparison", style="dim")
                 if is_users(p):

@@ -1,8 +1,8 @@
 """The source screen (``f``): SGLang's speculative source on the host, read where it runs.
 
 Left, the package tree, opened at ``srt/speculative/``; right, the file with line numbers and
-highlighting. Below: search results (a regex run by the agent on the host; hits stream in and
-jump to ``file:line``), the algorithms view (the ``SpeculativeAlgorithm`` members and each
+highlighting. Below: search results (a regex run by the agent on the host, or plain text with ``ctrl+t``:
+the log screen's search language, ``spectui.core.search``; hits stream in and jump to ``file:line``), the algorithms view (the ``SpeculativeAlgorithm`` members and each
 one's worker module) and a profile's ``speculative-*`` flags with their help text.
 
 The screen takes any object with the ``SourceBrowser`` API (``spectui.core.source``); it talks
@@ -21,6 +21,7 @@ from textual.widgets import Footer, Input, OptionList, Static, TabbedContent, Ta
 from textual.widgets.option_list import Option
 
 from spectui.core.errors import SpectuiError
+from spectui.core.search import Query, SearchError
 from spectui.core.textsafe import visible, visible_text
 from spectui.ui import keys
 from spectui.ui.widgets.source_tree import FileChosen, FolderRequested, SourceTree
@@ -36,7 +37,7 @@ class SourceScreen(Screen):
     BINDINGS = BINDINGS
 
     DEFAULT_CSS = """
-    SourceScreen #source-title { height: 1; padding: 0 1; background: $boost; }
+    SourceScreen #source-title { height: auto; padding: 0 1; background: $boost; }
     SourceScreen #source-main { height: 1fr; }
     SourceScreen #file-title { height: 1; padding: 0 1; color: $text-muted; }
     SourceScreen #source-input { height: 3; display: none; }
@@ -52,6 +53,7 @@ class SourceScreen(Screen):
         self.profile = profile
         self.open_ref = open_ref
         self.mode = "grep"
+        self.literal = False   # the search: a regular expression, or plain text (ctrl+t)
         self.hits: list = []
         self.hit_index = -1
         self._pending_hits: list = []
@@ -60,6 +62,9 @@ class SourceScreen(Screen):
         self._flag_rows: list = []
         self._module: str | None = None
         self.status = ""
+
+    def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
+        return not keys.typed_into_a_box(self, action)
 
     # --- layout --------------------------------------------------------------------------------------
     def compose(self) -> ComposeResult:
@@ -76,7 +81,8 @@ class SourceScreen(Screen):
         yield Input(id="source-input")
         with TabbedContent(id="source-bottom", initial="tab-search"):
             with TabPane("Search", id="tab-search"):
-                yield Static("/ searches the package (a regular expression, run on the host)", id="search-status")
+                yield Static(f"/ searches the package (a regular expression, run on the host; "
+                             f"{keys.key_label(self.app, 'source.search_mode')}: plain text)", id="search-status")
                 yield OptionList(id="hits")
             with TabPane("Algorithms", id="tab-algorithms"):
                 yield OptionList(id="algorithms")
@@ -165,10 +171,7 @@ class SourceScreen(Screen):
         for p in extra:
             view.add_page(p)
         if line is not None:
-            view.target = line
-            view.cursor = (min(line, max(1, view.loaded)), 0)
-            view.scroll_to_line(line, center=True)
-            view.refresh()
+            view.go_to(line)
         self._show_file_title()
 
     def _show_file_title(self) -> None:
@@ -199,14 +202,27 @@ class SourceScreen(Screen):
     def _ask(self, mode: str, value: str = "") -> None:
         self.mode = mode
         box = self.query_one("#source-input", Input)
-        box.placeholder = ("regular expression, searched on the host (enter)" if mode == "grep"
-                           else "class or function name, or a --flag (enter)")
         box.value = value
+        self._prompt()
         box.add_class("active")
-        box.focus()
+        keys.focus_now(box)
+
+    def _prompt(self) -> None:
+        box = self.query_one("#source-input", Input)
+        key = keys.key_label(self.app, "source.search_mode")
+        if self.mode != "grep":
+            box.placeholder = "class or function name, or a --flag (enter)"
+        elif self.literal:
+            box.placeholder = f"plain text, searched on the host ({key}: regular expression; enter)"
+        else:
+            box.placeholder = f"regular expression, searched on the host ({key}: plain text; enter)"
 
     def action_search(self) -> None:
         self._ask("grep")
+
+    def action_toggle_search_mode(self) -> None:
+        self.literal = not self.literal
+        self._prompt()
 
     def action_ask_definition(self) -> None:
         self._ask("def", self.view.word_at_cursor() or "")
@@ -228,8 +244,14 @@ class SourceScreen(Screen):
             return
         if self.mode == "grep":
             self.query_one(TabbedContent).active = "tab-search"
+            query = Query(text, self.literal)
+            try:
+                query.compile()
+            except SearchError as exc:  # said in one sentence; the hits of the last search stay
+                self.query_one("#search-status", Static).update(Text(visible_text(str(exc)), style="red"))
+                return
             self.query_one("#hits", OptionList).focus()  # up/down move through the hits, enter opens one
-            self.search(text)
+            self.search(query)
         elif text.startswith("-"):
             self.go_to_flag(text)
         else:
@@ -237,7 +259,8 @@ class SourceScreen(Screen):
 
     # --- search ----------------------------------------------------------------------------------------
     @work(group="grep", exclusive=True)
-    async def search(self, pattern: str) -> None:
+    async def search(self, query: Query) -> None:
+        pattern = f"{query.text} ({query.mode})"
         hits_list = self.query_one("#hits", OptionList)
         hits_list.clear_options()
         self.hits = []
@@ -256,7 +279,8 @@ class SourceScreen(Screen):
             status.update(Text(visible(f"searching for {pattern} ... {len(self.hits)} hits so far")))
 
         try:
-            r = await self.browser.grep(pattern, max_hits=RESULT_CAP, on_hits=on_hits)
+            r = await self.browser.grep(query.regex, ignore_case=query.ignore_case, max_hits=RESULT_CAP,
+                                        on_hits=on_hits)
         except SpectuiError as exc:
             status.update(Text(visible_text(str(exc)), style="red"))
             return

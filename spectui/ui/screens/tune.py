@@ -23,11 +23,10 @@ from spectui.core.textsafe import visible_text
 from spectui.ui import keys
 from spectui.ui.draw import DEFAULT_STYLES, Styles, duration
 from spectui.ui.screens.bench import BenchScreen, bar_text
-from spectui.ui.tunejob import BUDGETS_MIN, TuneJob
+from spectui.core.console.tunejob import BUDGETS_MIN, TuneJob
 from spectui.ui.widgets.footer import KeyFooter
 from spectui.ui.widgets.tune_chart import TuneChart
-
-DEFAULT_BUDGET_MIN = 8.0
+from spectui.core.tune.plan import DEFAULT_BUDGET_MIN
 
 
 class BudgetPicker(ModalScreen["float | None"]):
@@ -47,8 +46,9 @@ class BudgetPicker(ModalScreen["float | None"]):
                          markup=False)
             yield Static(visible_text(
                 f"Measures {self.profile} and {self.baseline} with {p.name} ({p.describe()}, {p.repeats} "
-                f"repeat{'s' if p.repeats != 1 else ''}) unless the history holds them, predicts every setting of the "
-                f"drafter, then compares the most promising with {self.baseline} as the budget allows."), markup=False)
+                f"repeat{'s' if p.repeats != 1 else ''}), predicts every setting of the drafter, then compares the most "
+                f"promising with {self.baseline} as the budget allows: the plan spectui tune makes for the same "
+                f"budget, shown when it starts."), markup=False)
             yield Static("Every run is saved to the history; c stops the tune.", markup=False)
             yield OptionList(*[Option(Text.assemble((f"{b:g} min", "bold"), "  budget, measurements included"),
                                       id=f"budget-{i}") for i, b in enumerate(self.budgets)], id="budgets")
@@ -76,7 +76,10 @@ class BudgetPicker(ModalScreen["float | None"]):
 def progress_text(tune: TuneJob, st: Styles = DEFAULT_STYLES) -> Text:
     """The stages so far, what runs now and how far the tune is (also what the tests read)."""
     t = Text()
-    t.append(f"on {tune.host}; {tune.preset.name}: {tune.preset.describe()}\n\n", style="dim")
+    t.append(f"on {tune.host}; {tune.preset.name}: {tune.preset.describe()}\n", style="dim")
+    if tune.plan_line:
+        t.append(f"{visible_text(tune.plan_line)}\n", style="dim")
+    t.append("\n")
     for at, stage in tune.stages:
         t.append(f"  {duration(at):>6}  ", style="dim")
         t.append(visible_text(stage) + "\n")
@@ -103,7 +106,7 @@ def results_text(tune: TuneJob, st: Styles = DEFAULT_STYLES) -> Text:
     if out is None:
         return t
     rec = out.recommendation
-    t.append("Recommendation: ", style="bold")
+    t.append("Prediction, nothing measured: " if rec.predicted_only else "Recommendation: ", style="bold")
     t.append(visible_text(rec.summary) + "\n", style=st.ok if any(p.beats_baseline for p in rec.picks) else st.warn)
     for pick in rec.picks:
         t.append(f"  {visible_text(pick.sentence())}\n")
@@ -136,7 +139,7 @@ class TuneScreen(BenchScreen):
     def __init__(self, tune: TuneJob) -> None:
         Screen.__init__(self, id="tune")
         self.tune = tune
-        self._seen: tuple | None = None
+        self.col = 0  # the benchmark screen's sideways tables: this screen has none
         self._state = None
         self._mounted = False
 
@@ -153,16 +156,16 @@ class TuneScreen(BenchScreen):
             yield TuneChart(id="tune-chart")
         yield KeyFooter()
 
+    def show_cols(self, col: int | None = None) -> None:
+        """No sideways tables here: the chart and the text fit the screen's width."""
+
     def chart_views(self) -> tuple:
         return tuple(self.tune.chart(c) for c in self.tune.concurrencies()) if (
             self.tune.table is not None or self.tune.comparisons) else ()
 
-    def sync(self, *, force: bool = False) -> None:
+    def sync(self) -> None:
         tune = self.tune
-        bench = tune.bench
-        key = (tune.version, bench.version if bench is not None else None,
-               int(tune.elapsed_s()) if tune.active else None)
-        if not self._mounted or (not force and key == self._seen):
+        if not self._mounted:
             return
         try:
             title = self.query_one("#tune-title", Static)
@@ -171,7 +174,6 @@ class TuneScreen(BenchScreen):
             chart = self.query_one("#tune-chart", TuneChart)
         except NoMatches:
             return
-        self._seen = key
         title.update(tune.title())
         progress.update(progress_text(tune, self.styles_))
         results.update(results_text(tune, self.styles_))

@@ -8,15 +8,18 @@ from spectui.ui.draw import Row, Styles
 from spectui.ui.views import BannerView, HeaderView
 from spectui.ui.widgets.base import LinePanel
 
-STATE_MARK = {"connected": "●", "connecting": "◌", "reconnecting": "◌", "closed": "○", "replaying": "▶"}
+STATE_MARK = {"connected": "●", "connecting": "◌", "reconnecting": "◌", "closed": "○", "replaying": "▶",
+              "paused": "Ⅱ", "end": "■"}  # the last three: a replay's (its banner says the same)
 
 
-def _gpus(view: HeaderView, st: Styles, *, interconnect: bool) -> list[tuple[str, object]] | None:
+def _gpus(view: HeaderView, st: Styles, *, interconnect: bool, model: bool = True) -> list[tuple[str, object]] | None:
     if interconnect and view.interconnect:
         return [(view.interconnect, st.text)]
+    if view.gpu_count and not model:
+        return [(f"{view.gpu_count} GPU" + ("s" if view.gpu_count > 1 else ""), st.text)]
     if view.gpu_count:
-        model = (view.gpu_model or "GPU").replace("NVIDIA ", "")
-        return [(f"{view.gpu_count}× {model}", st.text)]
+        name = (view.gpu_model or "GPU").replace("NVIDIA ", "")
+        return [(f"{view.gpu_count}× {name}", st.text)]
     if view.link_state == "connected":
         return [("no GPUs seen", st.dim)]
     return None
@@ -24,13 +27,13 @@ def _gpus(view: HeaderView, st: Styles, *, interconnect: bool) -> list[tuple[str
 
 def header_row(view: HeaderView | None, st: Styles, *, rtt: bool = True, simulated: str = " (simulated)",
                interconnect: bool = True, traffic: bool = True, state_word: bool = True, ports: str = "long",
-               rate: bool = True) -> Row:
+               rate: bool = True, model: bool = True) -> Row:
     row = Row(" spectui ", st.title)
     if view is None:
         return row
     sep = (" │ ", st.dim)
     row.add(*sep).add(view.host, st.bold)
-    gpus = _gpus(view, st, interconnect=interconnect)
+    gpus = _gpus(view, st, interconnect=interconnect, model=model)
     if gpus:
         row.add(*sep)
         for text, style in gpus:
@@ -42,13 +45,15 @@ def header_row(view: HeaderView | None, st: Styles, *, rtt: bool = True, simulat
         row.add(view.sglang_note or "SGLang …", st.dim)
     if view.simulated and simulated:
         row.add(simulated, st.dim)
-    row.add(*sep)
-    style = {"connected": st.ok, "reconnecting": st.warn, "closed": st.dim, "replaying": st.accent}.get(
+    style = {"connected": st.ok, "reconnecting": st.warn, "closed": st.dim, "replaying": st.accent, "paused": st.warn,
+             "end": st.dim}.get(
         view.link_state, st.info)
-    if state_word or view.link_state != "connected":
-        row.add(f"{STATE_MARK.get(view.link_state, '?')} {view.link_state}", style)
-    else:
-        row.add(STATE_MARK["connected"], style)  # the green mark says it
+    quiet = view.link_state == "connected" and view.reply_age_s is None
+    if state_word or not quiet:
+        row.add(*sep)
+        mark = STATE_MARK.get(view.link_state, '?')
+        row.add(f"{mark} {view.link_state}" if state_word or view.link_state != "connected" else mark, style)
+    # else: connected and answering: the last thing to give way, mark and separator together (never a bare mark)
     if view.link_state == "connected" and view.reply_age_s is not None:
         row.add(f" last reply {view.reply_age_s} s ago", st.warn)  # stays when the row is short: it is news
     elif rtt and view.rtt_ms is not None and view.link_state == "connected":
@@ -75,11 +80,13 @@ def header_row(view: HeaderView | None, st: Styles, *, rtt: bool = True, simulat
     return row
 
 
-# What gives way first when the row does not fit: the round trip, "(simulated)", the word
-# "connected" (its green mark stays) and the GPU telemetry rate, then the interconnect (the GPU count
-# and model stay), then the traffic mark; the demo's moved ports shorten to the ports used, then go
-# too. What is busy, and "paused", stay.
-_LEAN = {"rtt": False, "simulated": " (sim)", "state_word": False, "rate": False}
+# What gives way first when the row does not fit: the round trip, "(simulated)" shortens to "(sim)",
+# the GPU telemetry rate, then the demo's moved ports shorten to the ports used, the interconnect
+# goes (the GPU count and model stay), the GPU model goes ("8 GPUs"), then the traffic mark and the
+# moved ports. The state word "connected" goes last, with its mark and separator (a lost or
+# replayed connection keeps its word; "last reply N s ago" stays). What is busy, and "paused", stay.
+_LEAN = {"rtt": False, "simulated": " (sim)", "rate": False}
+_BARE = dict(_LEAN, interconnect=False, model=False, ports="short")
 SHORTER = (
     {},
     {"rtt": False},
@@ -87,8 +94,11 @@ SHORTER = (
     _LEAN,
     dict(_LEAN, ports="short"),
     dict(_LEAN, interconnect=False, ports="short"),
-    dict(_LEAN, interconnect=False, traffic=False, ports="short"),
-    dict(_LEAN, interconnect=False, traffic=False, ports=""),
+    _BARE,
+    dict(_BARE, traffic=False),
+    dict(_BARE, traffic=False, ports=""),
+    dict(_BARE, traffic=False, ports="", simulated=""),
+    dict(_BARE, traffic=False, ports="", simulated="", state_word=False),
 )
 
 
@@ -105,10 +115,11 @@ class HeaderBar(LinePanel):
 
 
 class Banner(LinePanel):
-    """A one-line alert (connection lost, reconnecting in N s), or work going on (a benchmark's
-    progress, a probe, a fetch); hidden when there is none."""
+    """An alert (connection lost, reconnecting in N s), or work going on (a benchmark's progress, a
+    probe, a fetch); hidden when there is none. A sentence longer than the row wraps onto the rows
+    it needs: never cut."""
 
-    DEFAULT_CSS = "Banner { height: 1; overflow-y: hidden; display: none; }"
+    DEFAULT_CSS = "Banner { height: auto; overflow-y: hidden; display: none; }"
 
     def show(self, view: BannerView | None, *, force: bool = False) -> bool:
         self.display = bool(view and view.text)

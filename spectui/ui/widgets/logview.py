@@ -1,5 +1,8 @@
 """The full log view: Line API over many lines, with wrap, search highlight and follow.
 
+The search is ``spectui.core.search``'s (the source browser's too): a regular expression or plain
+text; :meth:`LogView.set_search` raises ``SearchError`` for a bad one and keeps the last matches.
+
 Rows are laid out arithmetically (a wrapped line takes ceil(len / width) rows) and drawn only
 when visible, so a long log costs nothing until it is looked at.
 """
@@ -7,12 +10,14 @@ when visible, so a long log costs nothing until it is looked at.
 from __future__ import annotations
 
 import bisect
+import re
 from collections.abc import Sequence
 
 from textual.geometry import Size
 from textual.scroll_view import ScrollView
 from textual.strip import Strip
 
+from spectui.core.search import Query
 from spectui.ui.draw import DEFAULT_STYLES, Row, Styles
 from spectui.ui.widgets.logtail import styled_line
 
@@ -25,7 +30,8 @@ class LogView(ScrollView, can_focus=True):
         self.lines: list[str] = []
         self.wrap = False
         self.follow = True
-        self.needle = ""
+        self.needle = ""                        # the search as typed ("" : none)
+        self.pattern: re.Pattern | None = None  # ... compiled
         self.matches: list[int] = []
         self.match_index = -1
         self._starts: list[int] = []
@@ -56,7 +62,7 @@ class LogView(ScrollView, can_focus=True):
             self._starts.append(self._total)
             self._total += self._rows_of(line, w)
             self._longest = max(self._longest, len(line))
-            if self.needle and self.needle.lower() in line.lower():
+            if self.pattern is not None and self.pattern.search(line):
                 self.matches.append(i)
         self._resize()
 
@@ -99,15 +105,18 @@ class LogView(ScrollView, can_focus=True):
         if follow:
             self.scroll_end(animate=False, immediate=True)
 
-    def set_needle(self, needle: str) -> None:
-        self.needle = needle
+    def set_search(self, query: Query | None) -> None:
+        """Search for ``query`` (None or empty: no search); ``SearchError`` (nothing changed) for a bad regex."""
+        pattern = query.compile() if query is not None and query.text else None
+        self.needle = query.text if pattern is not None else ""
+        self.pattern = pattern
         self._find()
         self._cache.clear()
         self.refresh()
 
     def _find(self) -> None:
-        n = self.needle.lower()
-        self.matches = [i for i, l in enumerate(self.lines) if n in l.lower()] if n else []
+        p = self.pattern
+        self.matches = [i for i, line in enumerate(self.lines) if p.search(line)] if p is not None else []
         self.match_index = -1
 
     def jump(self, step: int) -> int | None:
@@ -157,10 +166,9 @@ class LogView(ScrollView, can_focus=True):
             st = self.ui_styles
             if self.wrap:
                 w = self._width or width
-                text = line[chunk * w:(chunk + 1) * w]
-                r = styled_line(text, w, st, self.needle)
+                r = styled_line(line, w, st, self.pattern, chunk * w, (chunk + 1) * w)
             else:
-                r = styled_line(line, len(line), st, self.needle)
+                r = styled_line(line, len(line), st, self.pattern)
             if current and (not self.wrap or chunk == 0):
                 r = Row("▶", st.match).extend(r)
             strip = r.strip(max(r.width, 1), self.rich_style)

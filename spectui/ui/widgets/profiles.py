@@ -8,6 +8,7 @@ from textual import events
 from textual.message import Message
 
 from spectui.agent.protocol import ServerState
+from spectui.core.cells import pad, width as cell_len
 from spectui.ui.draw import Row, Styles
 from spectui.ui.messages import ProfileHighlighted, SwitchRequested
 from spectui.ui.views import FoundGroupView, ProfileRow, ProfilesView
@@ -104,12 +105,12 @@ class ProfilesList(LinePanel):
         mark_w = 2 if marking else 0
         # names, algorithms and badges are shown whole: the settings column goes first when the row
         # is short, then a badge that does not fit moves to a row of its own (LinePanel folds it)
-        name_w = max(len(label(r)) for r in view.rows)
-        algo_w = max(len(r.algorithm or "none") for r in view.rows)
+        name_w = max(cell_len(label(r)) for r in view.rows)
+        algo_w = max(cell_len(r.algorithm or "none") for r in view.rows)
         badge_w = max(badge(r, st).width for r in view.rows)
         settings_w = width - (2 + mark_w + name_w + 1 + algo_w + 1 + badge_w)
         # the settings column only when every row's settings fit whole (the highlighted one's are below)
-        wide = settings_w - 1 >= max(12, max(len(r.settings) for r in view.rows))
+        wide = settings_w - 1 >= max(12, max(cell_len(r.settings) for r in view.rows))
         out = []
         for i, r in enumerate(view.rows):
             if view.group is not None and i == view.group.at:
@@ -122,11 +123,11 @@ class ProfilesList(LinePanel):
                 row.add("✓ " if r.marked else "  ", st.highlight if hl else st.accent)
             name = label(r)
             row.add(r.name, st.highlight if hl else st.bold)
-            row.add(name[len(r.name):].ljust(name_w - len(r.name)) + " ", st.highlight if hl else st.warn)
-            algo = (r.algorithm or "none").ljust(algo_w)
+            row.add(pad(name[len(r.name):], name_w - cell_len(r.name)) + " ", st.highlight if hl else st.warn)
+            algo = pad(r.algorithm or "none", algo_w)
             row.add(algo + " ", st.highlight if hl else (st.accent if r.algorithm else st.dim))
             if wide:
-                row.add(r.settings.ljust(settings_w - 1) + " ", st.highlight if hl else st.dim)
+                row.add(pad(r.settings, settings_w - 1) + " ", st.highlight if hl else st.dim)
             b = badge(r, st)
             row.extend(Row(b.plain, st.highlight) if hl else b)
             if hl:

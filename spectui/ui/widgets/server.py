@@ -54,7 +54,7 @@ class ServerPanel(LinePanel):
                 pct, done, total = view.progress or (None, None, None)
                 bar_w = max(6, width - 24)
                 r = Row("load ", st.dim).extend(hbar(None if pct is None else pct / 100, bar_w, st.bar, st.bar_empty))
-                r.add(f" {'?' if pct is None else f'{pct:.0f}%'}", st.text)
+                r.add(" no progress reported yet" if pct is None else f" {pct:.0f}%", st.dim if pct is None else st.text)
                 if total:
                     r.add(f" {done}/{total} shards", st.dim)
                 rows.append(r)

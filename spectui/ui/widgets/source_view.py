@@ -13,10 +13,9 @@ import re
 
 from rich.segment import Segment
 from rich.style import Style
-from rich.syntax import Syntax
 from rich.text import Text
 from textual.binding import Binding
-from textual.geometry import Region, Size
+from textual.geometry import Size
 from textual.message import Message
 from textual.scroll_view import ScrollView
 from textual.strip import Strip
@@ -81,10 +80,13 @@ class SourceView(ScrollView, can_focus=True):
         self._asked = None
         self.note = page.note
         self._add(page)
-        self.target = line
-        self.cursor = (line or 1, 0)
         self._relayout()
-        self.scroll_to_line(line or 1, center=line is not None)
+        if line is None:
+            self.target = None
+            self.cursor = (1, 0)
+            self.scroll_to_line(1)
+        else:
+            self.go_to(line)
 
     def add_page(self, page) -> None:
         """Append the next page of the file shown."""
@@ -116,6 +118,8 @@ class SourceView(ScrollView, can_focus=True):
         if entry[3] is None:
             block = self.lines[entry[0]:entry[1]]
             code = "\n".join(block)
+            from rich.syntax import Syntax  # Pygments loads with the first page shown, not with the console
+
             try:
                 styled = Syntax(code, entry[2], theme="monokai", background_color="default").highlight(code)
                 parts = styled.split("\n", allow_blank=True)
@@ -144,6 +148,20 @@ class SourceView(ScrollView, can_focus=True):
     def scroll_to_line(self, line: int, center: bool = False) -> None:
         y = max(0, line - 1 - (self.scrollable_content_region.height // 3 if center else 0))
         self.scroll_to(y=y, animate=False, immediate=True)
+
+    def go_to(self, line: int) -> None:
+        """Mark ``line``, put the cursor on it and scroll it into view (a third down).
+
+        A file just opened into an empty (or shorter) view gets its vertical scrollbar only at the
+        next layout, and Textual does not scroll a widget without one (``allow_vertical_scroll``):
+        the scroll is made again once that layout is done.
+        """
+        self.target = line
+        self.cursor = (min(line, max(1, self.loaded)), 0)
+        self._cache.clear()
+        self.scroll_to_line(line, center=True)
+        self.call_after_refresh(self.scroll_to_line, line, True)
+        self.refresh()
 
     def word_at_cursor(self) -> str | None:
         line, col = self.cursor
@@ -220,9 +238,6 @@ class SourceView(ScrollView, can_focus=True):
             text.stylize(CURSOR_STYLE, col, col + 1)
         segments = [gutter, *text.render(self.app.console)]
         return Strip(segments)
-
-    def region_of_line(self, line: int) -> Region:
-        return Region(0, line - 1, self.virtual_size.width, 1)
 
     @property
     def text(self) -> str:

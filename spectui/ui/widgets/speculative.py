@@ -1,12 +1,16 @@
 """The speculative panel: accept length now and over time, accept rates with their formula,
 stale and cumulative marks, the break-even accept length L* once measured on this host, and the
 step count adaptive speculation runs now (``steps N (adaptive)``) with its source, where the
-server reports it."""
+server reports it; under the accept length, the verify and decode step costs the servers' device timers
+measured and the live L* from them (or, without a timer, which L* is shown instead), and the draft width in
+force with when it last changed."""
 
 from __future__ import annotations
 
+from spectui.core.server_frames import Measured
 from spectui.ui.draw import Row, Styles, nice_max
-from spectui.ui.views import PredictedLStar, SpecView, Value
+from spectui.ui.derive import CUMULATIVE_MIN_REQUESTS, fitted_range, probe_name
+from spectui.ui.views import PredictedLStar, SpecView
 from spectui.ui.widgets.base import LinePanel, folded_len
 from spectui.ui.widgets.charts import chart_rows
 from spectui.ui.widgets.sources import source_text
@@ -23,7 +27,7 @@ RATE_NOTE = {"derived": "from accept length", "decode-log": "as logged"}
 WORDS = {"metrics-gauge": "spec_accept_length gauge, last log interval"}
 
 
-def marks(v: Value, st: Styles) -> Row:
+def marks(v: Measured, st: Styles) -> Row:
     row = Row()
     if v.stale:
         row.add(" stale", st.mark)
@@ -31,7 +35,7 @@ def marks(v: Value, st: Styles) -> Row:
         row.add(" held", st.mark)
     if v.cumulative:
         row.add(" cumulative", st.mark)
-    if v.source:
+    if v.source or v.value is None:  # a figure without a value says why, never a bare dash
         row.add(" " + source_text(v, WORDS), st.dim)
     return row
 
@@ -41,8 +45,8 @@ def predicted_rows(p: PredictedLStar, accept: float | None, measured: bool, st: 
     row = Row("predicted L* ", st.text)
     if p.value is None:
         row.add("–", st.dim)
-        rows = [row, Row(f"   {p.note or 'no prediction'} (probe {p.probe_id or '?'})", st.dim)]
-        return rows
+        rows = [row, Row(f"   {p.note or 'no prediction'} ({probe_name(p)})", st.dim)]
+        return rows + ([Row(f"   {p.why}", st.text)] if p.why else [])
     row.add(f"{p.value:.2f}", st.accent)
     if not measured and accept is not None:
         row.add("  ≥ break-even" if accept >= p.value else "  < break-even", st.ok if accept >= p.value else st.warn)
@@ -50,7 +54,10 @@ def predicted_rows(p: PredictedLStar, accept: float | None, measured: bool, st: 
         row.add(f"  (comm-only ≥ {p.comm_only:.2f})", st.dim)
     if p.reachable is False:
         row.add(f"  unreachable: at most {p.max_accept} per step", st.warn)
-    return [row, Row(f"   probe {p.probe_id or '?'}: {p.how}", st.dim)]
+    rows = [row, Row(f"   {probe_name(p)}: {p.how}", st.dim)]
+    if p.why:
+        rows.append(Row(f"   {p.why}", st.text))
+    return rows
 
 
 class SpecPanel(LinePanel):
@@ -77,9 +84,11 @@ class SpecPanel(LinePanel):
         head = Row("accept length ", st.text)
         a = view.accept
         head.add("–" if a.value is None else f"{a.value:.2f}", st.dim if a.stale else st.bold)
-        if view.breakeven is not None:
-            be = view.breakeven.l_star
+        if view.l_star is not None and view.l_star[1] != "predicted":  # a prediction has its own row
+            be, how = view.l_star
             head.add("  L* ", st.text).add(f"{be:.2f}", st.accent)
+            if how != "measured":
+                head.add(f" ({how})", st.dim)
             if a.value is not None:
                 head.add("  ≥ break-even" if a.value >= be else "  < break-even", st.ok if a.value >= be else st.warn)
         tail_marks = marks(a, st)
@@ -89,11 +98,18 @@ class SpecPanel(LinePanel):
             rows += [head, Row("  ").extend(tail_marks)]
         if view.predicted is not None:
             # beside the measured L*: what the verify-cost probe predicts for these settings
-            rows += predicted_rows(view.predicted, a.value, view.breakeven is not None, st)
+            rows += predicted_rows(view.predicted, a.value, view.l_star is not None and view.l_star[1] != "predicted",
+                                   st)
+        # the step costs the server's own timer measured and the live L* from them (or the L* used instead),
+        # then the width in force: each folds onto further rows rather than being cut
+        rows += [Row(text, st.dim) for text in (view.step_line, view.width_line) if text]
         tail: list[Row] = []
         c = view.cumulative
         if c.value is not None:
-            tail.append(Row("since start   ", st.text).add(f"{c.value:.2f}", st.text).extend(marks(c, st)))
+            tail.append(Row("since start   ", st.text).add(f"{c.value:.2f}", st.text).extend(marks(c, st))
+                        .add(f" over {c.requests} requests", st.dim))
+        elif c.requests is not None:  # too few requests for a figure since start to mean something yet
+            tail.append(Row(f"since start: after {CUMULATIVE_MIN_REQUESTS} requests ({c.requests} so far)", st.dim))
         for r in view.rates:
             val = "–" if r.value is None else f"{100 * r.value:.1f}%"
             row = Row("accept rate   ", st.text).add(f"{val:>6}", st.dim if r.stale else st.bold)
@@ -101,7 +117,7 @@ class SpecPanel(LinePanel):
             if r.stale:
                 row.add(" stale", st.mark)
             # its source says which rate this is (two formulas may share a name): it wraps, never goes
-            row.add(f" · {RATE_NOTE.get(r.source or '', r.source or '?')}", st.dim)
+            row.add(f" · {RATE_NOTE.get(r.source or '', r.source or 'source not reported')}", st.dim)
             tail.append(row)
             more = f" · a: other formula ({view.rate_count - 1} more)" if view.rate_count > 1 else ""
             if r.formula in FORMULAS:
@@ -120,8 +136,9 @@ class SpecPanel(LinePanel):
         elif view.algorithm and view.breakeven_note:
             tail.append(Row(view.breakeven_note, st.dim))
         height = max(3, min(8, (self.draw_height or 12) - folded_len(rows + tail, width)))
-        hi = view.scale_max or nice_max(view.series, 2.0)
-        rows += chart_rows(view.series, width, height, 1.0, hi, st, fmt="{:.1f}", style=st.accent,
+        # the y axis fitted to the accept lengths seen (never below 1, the bonus token)
+        lo, hi = fitted_range(view.series, floor=1.0) or (1.0, view.scale_max or nice_max(view.series, 2.0))
+        rows += chart_rows(view.series, width, height, lo, hi, st, fmt="{:.1f}", style=st.accent,
                            span_s=view.series_span_s, note="accept length, one point a frame")
         rows += tail
         return rows

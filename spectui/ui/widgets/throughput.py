@@ -1,23 +1,29 @@
 """The throughput panel: decode speed per stream (what one request sees, the figure to compare
 across profiles at concurrency 1) and for all streams together, each with its source and
 window, over time; requests running and queued (and how many of them spectui did not send: this console's
-demo traffic and the host's benchmarks are spectui's), token usage; time to first token and inter-token
-latency with what their histogram buckets can tell."""
+demo traffic and the host's benchmarks are spectui's), token usage; time to first token (TTFT) and time per
+output token (TPOT, the server's ``inter_token_latency_seconds`` histogram, which SGLang fills per token) with what
+their histogram buckets can tell. The names are SGLang's bench_serving's (sglang 0.5.23 wheel,
+sglang/bench_serving.py): TPOT is per output token; ITL there is the gap between streamed chunks, which
+a speculative server sends several tokens at a time, so the live panel's per-token figure is TPOT, never ITL.
+Every ``–`` says why in words."""
 
 from __future__ import annotations
 
 import textwrap
 
+from spectui.core.server_frames import Measured
 from spectui.ui.draw import Row, Styles, fnum, nice_max
-from spectui.ui.views import Latency, ThroughputView, Value
+from spectui.ui.views import Latency, ThroughputView
 from spectui.ui.widgets.base import LinePanel, folded_len
 from spectui.ui.widgets.charts import chart_rows
 from spectui.ui.widgets.sources import source_text
 
 WORDS = {"metrics-gauge": "gen_throughput gauge"}
+NO_LATENCY = {"TTFT": "no request finished in the last 30 s", "TPOT": "no token decoded in the last 30 s"}
 
 
-def figure_rows(label: str, v: Value, unit: str, st: Styles, width: int) -> list[Row]:
+def figure_rows(label: str, v: Measured, unit: str, st: Styles, width: int) -> list[Row]:
     """The figure, then its source and window (on the next row when they do not fit)."""
     row = Row(f"{label:<12}", st.text)
     if v.measuring:
@@ -52,7 +58,7 @@ def latency_rows(name: str, lat: Latency | None, unit: str, st: Styles, width: i
     (never cut) when the panel is narrow."""
     row = Row(f"{name:<5}", st.text)
     if lat is None:
-        return [row.add("– (no request finished in the last 30 s)" if name == "TTFT" else "–", st.dim)]
+        return [row.add(f"– ({NO_LATENCY.get(name, 'not reported')})", st.dim)]
     note = f"({lat.count} in {lat.window_s:g} s" if lat.window_s else f"({lat.count}"
     note += "; < = in 1st bucket)" if "<" in (lat.p50_rel, lat.p99_rel) else ", histogram)"
     pieces = [
@@ -87,20 +93,21 @@ class ThroughputPanel(LinePanel):
             return [Row(view.message, st.dim), *note_rows(view.last_run, width, st)]
         head = [*figure_rows("per stream", view.per_stream, " tok/s", st, width),
                 *figure_rows("all streams", view.gen, " tok/s", st, width)]
-        reqs = Row("running ", st.text).add(fnum(view.running, 0), st.bold)
+        reqs = Row("running ", st.text).add(fnum(view.running, 0, none="– (not reported)"), st.bold)
         if view.foreign:  # the server serves someone else's requests too: figures are not spectui's alone
             reqs.add(f" ({view.foreign} not spectui's)", st.warn)
         reqs.add("  queued ", st.text)
-        reqs.add(fnum(view.queued, 0), st.bold)
+        reqs.add(fnum(view.queued, 0, none="– (not reported)"), st.bold)
         usage = Row("token usage ", st.text)
-        usage.add("–" if view.token_usage is None else f"{100 * view.token_usage:.1f}%", st.bold)
+        usage.add("– (not reported)" if view.token_usage is None else f"{100 * view.token_usage:.1f}%",
+                  st.dim if view.token_usage is None else st.bold)
         if reqs.width + 2 + usage.width <= width:
             reqs.add("  ").extend(usage)
             tail = [reqs]
         else:
             tail = [reqs, usage]
         tail += latency_rows("TTFT", view.ttft, "", st, width)
-        tail += latency_rows("ITL", view.itl, "/token", st, width)
+        tail += latency_rows("TPOT", view.itl, "/token", st, width)
         height = max(3, min(8, (self.draw_height or 12) - folded_len(head + tail, width) - 1))
         hi = nice_max([v * 1.1 for v in view.series if v is not None], 10.0)
         window = view.per_stream.window_s

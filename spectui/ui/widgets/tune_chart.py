@@ -9,7 +9,7 @@ the speedup is inside the spread. Drawn as one Line API panel from :class:`Chart
 from __future__ import annotations
 
 from spectui.ui.draw import Row, Styles
-from spectui.ui.tunejob import ChartPoint, ChartView
+from spectui.core.console.tunejob import ChartPoint, ChartView
 from spectui.ui.widgets.base import LinePanel
 
 PLOT_HEIGHT = 10

@@ -1,5 +1,6 @@
-"""A benchmark the console runs, as the screens see it: a preset against the ready server (``b``),
-or a comparison of the marked profiles (``B``).
+"""A benchmark a host's console runs (its :attr:`~spectui.core.console.HostConsole.bench_job`): a preset against
+the ready server (``b``), or a comparison of the marked profiles (``B``). It holds its host's action seat for its
+whole run and stays with its host whichever host the console shows.
 
 The app's workers feed it (``bench_progress`` events through a ``ProgressBoard``, a
 comparison's ``CompareEvent``s, the result); the benchmark screen and the banner read it at
@@ -13,8 +14,10 @@ import time
 from dataclasses import dataclass, field
 
 from spectui.core.bench import BenchProgress, CompareEvent, Preset, RunResult
+from spectui.core.bench.positions import acceptance_from_pooled, position_line
 
 ACTIVE = ("starting", "running", "cancelling")
+LIVE_NO_COSTS = "the run is still measuring"
 
 
 @dataclass
@@ -38,14 +41,11 @@ class Step:
 
 
 class JobClock:
-    """State and time of a job the console runs (``state``, ``version``, ``started_at``, ``ended_at``)."""
+    """State and time of a job the console runs (``state``, ``started_at``, ``ended_at``)."""
 
     @property
     def active(self) -> bool:
         return self.state in ACTIVE
-
-    def changed(self) -> None:
-        self.version += 1
 
     def elapsed_s(self) -> float:
         return (self.ended_at or time.monotonic()) - self.started_at
@@ -74,7 +74,6 @@ class BenchJob(JobClock):
     traffic_paused: bool = False  # the demo traffic is paused while it measures
     started_at: float = field(default_factory=time.monotonic)
     ended_at: float | None = None
-    version: int = 0
 
     @classmethod
     def single(cls, preset: Preset, host: str, server: str) -> "BenchJob":
@@ -92,14 +91,12 @@ class BenchJob(JobClock):
         self.run_id = run_id
         self.index = max(self.index, 1)
         self.state = "running"
-        self.changed()
 
     def on_progress(self, p: BenchProgress | None) -> None:
         """The latest ``bench_progress`` of the run in flight (others are ignored)."""
         if p is None or p.run_id != self.run_id or p == self.progress:
             return
         self.progress = p
-        self.changed()
 
     def on_compare_event(self, ev: CompareEvent) -> None:
         step = self.steps.get(ev.profile) if ev.profile else None
@@ -128,7 +125,6 @@ class BenchJob(JobClock):
             self.saved_id = ev.detail.get("id")
         elif ev.kind == "interrupted":
             self.message = str(ev.detail or "interrupted")
-        self.changed()
 
     def finish_run(self, result: RunResult, saved_id: str | None) -> None:
         self.result = result
@@ -161,7 +157,6 @@ class BenchJob(JobClock):
 
     def _end(self) -> None:
         self.ended_at = time.monotonic()
-        self.changed()
 
     # --- a recording's copy ---------------------------------------------------------------------------------
     def snapshot(self) -> dict:
@@ -215,6 +210,20 @@ class BenchJob(JobClock):
         if p is None:
             return "starting the run on the host" if self.state != "cancelling" else "cancelling"
         return p.line()
+
+    def positions_text(self) -> str | None:
+        """While a speculative run measures, its acceptance per draft position over the requests finished so
+        far: ``so far, 14 requests: P(accept) by position 1..3: 0.71 0.52 0.33 → accept length 2.56; ...``;
+        ``None`` otherwise (a run without speculation, none finished yet, the job over)."""
+        p = self.progress
+        if not self.active or p is None or p.finished:
+            return None
+        obj = acceptance_from_pooled(p.positions, no_costs=LIVE_NO_COSTS)
+        line = position_line(obj)
+        if line is None:
+            return None
+        n = obj.get("requests")
+        return f"so far, {n} request{'s' if n != 1 else ''}: {line}" if n else f"so far: {line}"
 
     def fraction(self) -> float | None:
         """How far the whole job is (0..1), counting finished runs and the one in flight."""

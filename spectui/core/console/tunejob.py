@@ -1,7 +1,8 @@
-"""A tune the console runs (the benchmark screen's ``T``), as the tune screen sees it.
+"""A tune a host's console runs (the benchmark screen's ``T``; its :attr:`~spectui.core.console.HostConsole.tune_job`),
+as the tune screen sees it. It holds its host's action seat for its whole run and stays with its host.
 
 The tune loop (``spectui.core.tune.run``) reports to :meth:`TuneJob.on_event`; each comparison it
-runs is also a :class:`~spectui.ui.benchjob.BenchJob` (``bench``), so the banner, ``v`` and ``c``
+runs is also a :class:`~spectui.core.console.benchjob.BenchJob` (``bench``), so the banner, ``v`` and ``c``
 follow it as they follow any comparison. The tune screen and its chart read the job at their
 refresh. Plain data and text, no Textual: tested on its own.
 """
@@ -13,9 +14,10 @@ from dataclasses import dataclass, field
 
 from spectui.core.bench import Preset
 from spectui.core.tune import SpecSetting
+from spectui.core.tune.plan import TunePlan
 from spectui.core.tune.predict import PredictionTable
 from spectui.core.tune.run import TuneEvent, TuneOutcome, swept_axis, swept_value
-from spectui.ui.benchjob import BenchJob, JobClock
+from spectui.core.console.benchjob import BenchJob, JobClock
 
 BUDGETS_MIN = (2.0, 4.0, 8.0, 15.0, 30.0)
 
@@ -42,7 +44,7 @@ class ChartView:
     axis: str                               # num-steps | num-draft-tokens
     points: tuple[ChartPoint, ...] = ()
     baseline: float | None = None           # the baseline's tok/s per stream
-    baseline_source: str = ""               # "measured" | "predicted"
+    baseline_source: str = ""               # "measured" (this tune) | "measured earlier" (history) | "predicted"
     baseline_name: str = ""
 
     @property
@@ -67,10 +69,12 @@ class TuneJob(JobClock):
     settings: dict[str, SpecSetting] = field(default_factory=dict)  # server name -> its setting
     names: dict[str, str] = field(default_factory=dict)            # server name -> display name
     table: PredictionTable | None = None
+    plan: TunePlan | None = None              # what the tune runs within its budget (the CLI's plan too)
+    plan_line: str = ""
+    _planned_after: int = 0                   # comparisons done when the plan was made
     outcome: TuneOutcome | None = None
     started_at: float = field(default_factory=time.monotonic)
     ended_at: float | None = None
-    version: int = 0
 
     def __post_init__(self) -> None:
         if self.setting is not None:
@@ -85,6 +89,8 @@ class TuneJob(JobClock):
         if ev.kind == "stage":
             self.stage = ev.text
             self.stages.append((self.elapsed_s(), ev.text))
+        elif ev.kind == "planned":
+            self.plan, self.plan_line, self._planned_after = ev.plan, ev.text, len(self.comparisons)
         elif ev.kind == "predicted":
             self.table = ev.table
             for vp in ev.predictions:
@@ -102,10 +108,8 @@ class TuneJob(JobClock):
             self.comparisons.append(ev.comparison)
             if self.bench is not None:  # its results, while it stays running: the tune goes on
                 self.bench.comparison, self.bench.saved_id = ev.comparison, ev.comparison.get("id")
-                self.bench.changed()
         elif ev.kind in ("problems", "note"):
             self.message = ev.text
-        self.changed()
 
     def finish(self, outcome: TuneOutcome) -> None:
         self.outcome = outcome
@@ -131,7 +135,6 @@ class TuneJob(JobClock):
                 job._end()
             else:
                 job.interrupted(self.message or self.state, job.comparison)
-        self.changed()
 
     # --- what the screen shows ----------------------------------------------------------------------
     @property
@@ -154,7 +157,9 @@ class TuneJob(JobClock):
                 points[v] = {"value": v, "label": row.setting.label, "predicted": row.tok_s,
                              "is_profile": row.is_measured}
                 if row.baseline_tok_s is not None:
-                    baseline, source = row.baseline_tok_s, "predicted"
+                    point = self.table.measured.point(concurrency)
+                    earlier = point is not None and bool(point.base_step_ms)  # the history's baseline run, else the probe
+                    baseline, source = row.baseline_tok_s, "measured earlier" if earlier else "predicted"
         for comp in self.comparisons:
             for row in comp.get("profiles") or []:
                 cell = (row.get("cells") or {}).get(str(concurrency)) or {}
@@ -188,7 +193,10 @@ class TuneJob(JobClock):
         job = self.bench
         done = len(self.comparisons)
         inner = (job.fraction() or 0.0) if job is not None and job.active else 0.0
-        expected = 2 if self.table is None or self.names or done == 0 else 1
+        if self.plan is not None:  # the comparisons the plan makes: the first measurement, then the settings
+            expected = self._planned_after + self.plan.comparisons
+        else:
+            expected = 2 if self.table is None or self.names or done == 0 else 1
         return min(0.99, (done + inner) / max(1, expected))
 
     def title(self) -> str:

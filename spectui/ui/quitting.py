@@ -1,0 +1,115 @@
+"""Quitting: the demo stops its simulated servers (every host's), real hosts' servers keep running and the
+note says what runs where and which command re-adopts or stops them; every link is closed. Part of
+:class:`spectui.ui.app.SpectuiApp`."""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+
+from textual import work
+
+from spectui.agent.protocol import LIVE_STATES as LIVE, Method
+from spectui.core.console import HostConsole
+from spectui.core.errors import (
+    AgentCallError,
+    Disconnected,
+    SpectuiError,
+)
+from spectui.core.servers import is_external
+
+
+class Quitting:
+    # --- quitting ---------------------------------------------------------------------------------------------------------------------------
+    async def action_quit(self) -> None:
+        self.quit_console()
+
+    def quit_console(self) -> None:
+        if self._quitting:
+            return
+        self._quitting = True
+        self._quit()
+
+    @work(group="quit", exit_on_error=False)
+    async def _quit(self) -> None:
+        link = self.link
+        note = None
+        try:
+            if self.replay is not None:
+                pass  # nothing ran: nothing to stop or to tell
+            elif len(self.hosts) > 1:
+                note = await self._quit_hosts()
+            elif link is not None and link.connected:
+                if self.demo and not self.keep:
+                    await self.bench.stop_for_quit()  # what it measured is saved before the servers go
+                    self.host.seat.take("stopping the demo servers")
+                    self.refresh_now()
+                    self.notify("Stopping the simulated servers…", timeout=30)
+                    await self.traffic.stop_for_quit()
+                    stopped = await link.stop_all()
+                    names = [s["name"] for s in stopped]
+                    note = ("spectui demo: stopped the simulated servers (" + ", ".join(names) + ")." if names
+                            else "spectui demo: no simulated server was running.")
+                    others = [s["name"] for s in link.servers.values() if is_external(s) and s.get("state") in LIVE]
+                    if others:
+                        note += f" Left running (spectui did not start them): {', '.join(others)}."
+                else:
+                    live = [s for s in link.servers.values() if s.get("state") in LIVE]
+                    where = "the simulated host" if self.demo else link.target.label
+                    if live:
+                        desc = ", ".join(f"{s['name']} ({s['state']}, port {s.get('port')})" for s in live)
+                        note = (f"spectui: the servers keep running on {where}: {desc}. "
+                                + f"`{self.again.reopen}` re-adopts them; `{self.again.stop}` stops them.")
+                    else:
+                        note = f"spectui: no server is running on {where}."
+                    job = self.bench.job
+                    if job is not None and job.active and job.run_id:
+                        note += (f" The benchmark run {job.run_id} goes on there; `{self.again.collect}` saves it "
+                                 f"when it ends.")
+            elif self.demo and not self.keep and link is not None and link.servers:
+                note = ("spectui demo: not connected, so the simulated servers could not be stopped; "
+                        f"`{self.again.stop}` stops them.")
+        except (SpectuiError, OSError) as exc:
+            note = f"spectui: while quitting: {exc}"
+        finally:
+            recorded = self.recording.quit_note()
+            self.exit_note = " ".join(n for n in (note or self.exit_note, recorded) if n) or None
+            links = [h.link for h in self.hosts if h.link is not None and h.link is not link] + ([link] if link else [])
+            for each in links:
+                try:
+                    await each.close()
+                except Exception:  # quitting goes on; the note above already says what is left running
+                    logging.getLogger(__name__).warning("closing the connection while quitting failed", exc_info=True)
+            self.exit()
+
+    async def _quit_hosts(self) -> str:
+        """Quitting with several hosts: the demo stops its simulated servers on each host; on real hosts the servers
+        keep running, and the note says what runs where."""
+        stopping = self.demo and not self.keep
+        if stopping:
+            await self.bench.stop_for_quit()
+            self.host.seat.take("stopping the demo servers")
+            self.refresh_now()
+            self.notify("Stopping the simulated servers on every host…", timeout=30)
+        async def one(host: HostConsole) -> str | None:
+            link = host.link
+            if link is None or not link.connected:
+                if stopping and link is not None and any(s.get("state") in LIVE for s in link.servers.values()):
+                    return f"{host.label}: not connected, so its servers could not be stopped"
+                return f"{host.label}: not connected ({host.error})" if host.error else None
+            if stopping:
+                try:
+                    await link.session.client.call(Method.TRAFFIC_STOP)
+                except (AgentCallError, Disconnected):
+                    pass  # an agent without traffic: nothing to stop
+                names = [s["name"] for s in await link.stop_all()]
+                return f"{host.label}: stopped {', '.join(names)}" if names else f"{host.label}: nothing ran"
+            live = [s for s in link.servers.values() if s.get("state") in LIVE]
+            return f"{host.label}: " + (", ".join(f"{s['name']} ({s['state']}, port {s.get('port')})" for s in live)
+                                        + " keep running" if live else "no server running")
+
+        # every host at once: a multi-node server's nodes stop together, as its ranks expect
+        notes = [n for n in await asyncio.gather(*(one(h) for h in self.hosts)) if n]
+        head = "spectui demo: " if self.demo else "spectui: "
+        tail = "" if stopping else f" `{self.again.reopen}` opens them again."
+        return head + "; ".join(notes) + "." + tail
