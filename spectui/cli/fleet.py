@@ -17,6 +17,7 @@ from dataclasses import dataclass
 from typing import Any, Awaitable, Callable
 
 from spectui.cli.hostopts import host_option_words, host_settings, ssh_options, trust_hint
+from spectui.core.aio import within
 from spectui.core.errors import HostKeyChanged, HostKeyError, HostUnreachable, KeyPassphraseNeeded, SpectuiError
 from spectui.core.session import HostTarget
 from spectui.core.textsafe import visible
@@ -52,7 +53,7 @@ def host_limit_s(args: argparse.Namespace) -> float:
 
 async def _ask(dest: str, target: HostTarget, fn: Callable[[HostTarget], Awaitable], limit_s: float) -> HostAnswer:
     try:
-        return HostAnswer(dest, target, result=await asyncio.wait_for(fn(target), limit_s))
+        return HostAnswer(dest, target, result=await within(fn(target), limit_s))
     except asyncio.TimeoutError:
         return HostAnswer(dest, target, error=HostUnreachable(
             f"{dest} did not answer within {limit_s:g} s ({HOST_LIMIT_FACTOR:g} times the connect timeout); "

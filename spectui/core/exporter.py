@@ -26,6 +26,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from spectui.agent.protocol import SERVER_STATES, Method, ServerState
+from spectui.core.aio import within
 from spectui.core.alerts import FIGURE_RULES, AlertEngine, inputs_from_link
 from spectui.core.breakeven import break_even
 from spectui.core.console.steptimes import StepTimes
@@ -296,7 +297,7 @@ class Exporter:
                 await h.keep_traffic()
                 h.evaluate(now)
             try:
-                await asyncio.wait_for(stop.wait(), EVALUATE_EVERY_S)
+                await within(stop.wait(), EVALUATE_EVERY_S)
             except asyncio.TimeoutError:
                 pass
 

@@ -21,6 +21,7 @@ import time
 from dataclasses import dataclass, field
 
 from spectui.agent.protocol import FINAL_STATES, Event as WireEvent, Method, ServerState
+from spectui.core.aio import within
 from spectui.core.backoff import Backoff
 from spectui.core.errors import (
     AgentCallError,
@@ -273,7 +274,7 @@ class HostLink:
         self._retry = asyncio.Event()
         self._set_state(LinkState.RECONNECTING, reason)
         try:
-            await asyncio.wait_for(self._retry.wait(), seconds)
+            await within(self._retry.wait(), seconds)
         except asyncio.TimeoutError:
             pass
         finally:

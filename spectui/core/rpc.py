@@ -11,6 +11,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 from spectui.agent.protocol import EVENT_AGENT_LOG, PROTOCOL_VERSION, Method
+from spectui.core.aio import within
 from spectui.core.errors import AgentCallError, AgentStartError, Disconnected
 from spectui.core.logsetup import replay_agent_record
 from spectui.core.transport.base import AgentPipe
@@ -99,7 +100,7 @@ class AgentClient:
         self.pipe.write(line.encode())
         try:
             await self.pipe.drain()
-            return await asyncio.wait_for(fut, timeout)
+            return await within(fut, timeout)
         except asyncio.TimeoutError:
             raise AgentCallError("timeout", f"{method} got no answer from {self.host_label} within {timeout:g} s.") from None
         finally:

@@ -17,6 +17,7 @@ from collections.abc import Awaitable, Callable
 from typing import TYPE_CHECKING
 
 from spectui.agent.protocol import LIVE_STATES
+from spectui.core.aio import within
 from spectui.core.alerts import AlertConfig
 from spectui.core.console.alerts import HostAlerts
 from spectui.core.console.events import AlertChanged, LinkNews, LogRead, SeatChanged, SwitchOutcome
@@ -169,7 +170,7 @@ class HostConsole:
             await self.read_log(self.following)
             self._read_now.clear()
             try:
-                await asyncio.wait_for(self._read_now.wait(), LOG_READ_S)
+                await within(self._read_now.wait(), LOG_READ_S)
             except asyncio.TimeoutError:
                 pass
 

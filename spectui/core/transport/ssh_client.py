@@ -15,6 +15,7 @@ import socket
 import asyncssh
 
 from spectui.core.agent_bundle import AgentBundle
+from spectui.core.aio import within
 from spectui.core.errors import (
     AgentStartError,
     AuthFailed,
@@ -233,7 +234,7 @@ class SshTransport(Transport):
         if tunnel is not None:
             kw["tunnel"] = tunnel
         try:
-            return await asyncio.wait_for(asyncssh.connect(host, **kw), self.opts.connect_timeout + 5)
+            return await within(asyncssh.connect(host, **kw), self.opts.connect_timeout + 5)
         except asyncssh.HostKeyNotVerifiable as exc:
             raise verifier.error(exc.reason) from None
         except asyncssh.PermissionDenied as exc:

@@ -20,6 +20,7 @@ from textual.worker import WorkerCancelled, WorkerFailed
 
 from spectui.agent.protocol import Event as WireEvent
 from spectui.agent.protocol import ServerState
+from spectui.core.aio import within
 from spectui.core.bench.progress import BENCH_BUSY, ProgressBoard
 from spectui.core.errors import AgentCallError, Disconnected, SpectuiError
 from spectui.core.paths import user_data_dir
@@ -491,7 +492,7 @@ class BenchController(Controller):
             return
         self.cancel()
         try:
-            await asyncio.wait_for(asyncio.shield(worker.wait()), timeout_s)
+            await within(asyncio.shield(worker.wait()), timeout_s)
         except (asyncio.TimeoutError, WorkerCancelled, WorkerFailed):
             pass
 
