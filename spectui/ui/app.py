@@ -22,8 +22,10 @@ from spectui.core.console import (
     AlertChanged,
     ConsoleEvent,
     HostConsole,
+    JobNews,
     LinkNews,
     LogRead,
+    Notice,
     SeatChanged,
     SwitchOutcome,
 )
@@ -38,7 +40,7 @@ from spectui.core.textsafe import visible_text
 from spectui.ui import keys, messages, snapshots
 from spectui.ui.again import AgainCommands
 from spectui.ui.controllers.alerts import AlertsController
-from spectui.ui.controllers.bench import BenchController
+from spectui.ui.controllers.bench import BENCH_SHOWS, BenchController
 from spectui.ui.controllers.logs import LogsController
 from spectui.ui.controllers.probe import ProbeController
 from spectui.ui.controllers.recording import RecordingController
@@ -226,6 +228,15 @@ class SpectuiApp(ConnectionWorker, DashboardViews, RowSelection, ReplayKeys, Pal
         event, console = message.event, message.console
         if isinstance(event, AlertChanged):
             self.alerts.tell(console, event.change)
+        elif isinstance(event, Notice):  # whichever host's: a result, a refusal, a failure
+            self.notify(event.text, title=event.title, severity=event.severity, timeout=event.timeout)
+            return
+        elif isinstance(event, JobNews):
+            if event.ended:
+                self.bench.ended(event.job)
+            elif console is self.host:
+                self.changed(BENCH_SHOWS) if event.progress else self.refresh_now()
+            return
         if console is not self.host:  # another host's row; its GPUs where a multi-node profile shows them
             self.changed({"fleet", "gpus", "banner"} if isinstance(event, AlertChanged) else {"fleet", "gpus"})
         elif isinstance(event, (SeatChanged, SwitchOutcome)):
@@ -338,5 +349,7 @@ class SpectuiApp(ConnectionWorker, DashboardViews, RowSelection, ReplayKeys, Pal
         self.push_screen(DescribeScreen(name))
 
     def on_unmount(self) -> None:
+        for console in self.hosts:  # a run goes on on its host; the job says the console stopped following it
+            console.leave_job()
         self.logs.stop()
         self.recording.stop(redraw=False)  # however the console ends, what was recorded is closed and readable

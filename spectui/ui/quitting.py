@@ -41,7 +41,7 @@ class Quitting:
                 note = await self._quit_hosts()
             elif link is not None and link.connected:
                 if self.demo and not self.keep:
-                    await self.bench.stop_for_quit()  # what it measured is saved before the servers go
+                    await self.host.stop_job()  # what it measured is saved before the servers go
                     self.host.seat.take("stopping the demo servers")
                     self.refresh_now()
                     self.notify("Stopping the simulated servers…", timeout=30)
@@ -86,8 +86,8 @@ class Quitting:
         """Quitting with several hosts: the demo stops its simulated servers on each host; on real hosts the servers
         keep running, and the note says what runs where."""
         stopping = self.demo and not self.keep
-        if stopping:
-            await self.bench.stop_for_quit()
+        if stopping:  # every host's benchmark first: what it measured is saved before the servers go
+            await asyncio.gather(*(h.stop_job() for h in self.hosts))
             self.host.seat.take("stopping the demo servers")
             self.refresh_now()
             self.notify("Stopping the simulated servers on every host…", timeout=30)

@@ -7,10 +7,13 @@ knows whose news it is. Published through :class:`spectui.core.link_events.Event
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Union
+from typing import TYPE_CHECKING, Union
 
 from spectui.core.alerts import AlertChange
 from spectui.core.link_events import LinkEvent
+
+if TYPE_CHECKING:
+    from spectui.core.console.benchjob import BenchJob
 
 
 @dataclass(frozen=True)
@@ -58,4 +61,26 @@ class LogRead:
     error: str | None = None
 
 
-ConsoleEvent = Union[LinkNews, SeatChanged, SwitchOutcome, AlertChanged, LogRead]
+@dataclass(frozen=True)
+class JobNews:
+    """The host's benchmark (or the comparison a tune runs now) changed: ``progress`` when only its progress moved,
+    ``ended`` once it has ended (the seat is free again)."""
+
+    host: str
+    job: BenchJob
+    progress: bool = False
+    ended: bool = False
+
+
+@dataclass(frozen=True)
+class Notice:
+    """A sentence for the operator from the host's console: a job's result, a refusal, a failure."""
+
+    host: str
+    text: str
+    severity: str = "information"  # information, warning or error
+    title: str = ""
+    timeout: float | None = None
+
+
+ConsoleEvent = Union[LinkNews, SeatChanged, SwitchOutcome, AlertChanged, LogRead, JobNews, Notice]

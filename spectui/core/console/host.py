@@ -13,14 +13,15 @@ tells, and what the console does, reach subscribers of :attr:`HostConsole.events
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Awaitable, Callable
+import logging
+from collections.abc import Awaitable, Callable, Coroutine
 from typing import TYPE_CHECKING
 
 from spectui.agent.protocol import LIVE_STATES
 from spectui.core.aio import within
 from spectui.core.alerts import AlertConfig
 from spectui.core.console.alerts import HostAlerts
-from spectui.core.console.events import AlertChanged, LinkNews, LogRead, SeatChanged, SwitchOutcome
+from spectui.core.console.events import AlertChanged, JobNews, LinkNews, LogRead, Notice, SeatChanged, SwitchOutcome
 from spectui.core.console.logs import HostLogs, unreadable
 from spectui.core.console.nodes import NodeHost
 from spectui.core.console.seat import ActionSeat
@@ -35,6 +36,8 @@ from spectui.core.session import HostTarget
 if TYPE_CHECKING:  # a benchmark's and a tune's jobs: loaded by the actions that start them
     from spectui.core.console.benchjob import BenchJob
     from spectui.core.console.tunejob import TuneJob
+
+log = logging.getLogger(__name__)
 
 NOT_CONNECTED = "Not connected: wait for the connection to come back."
 LOG_READ_S = 1.0    # a followed log is read again this often (the host answers reads by offset: it never pushes)
@@ -60,6 +63,7 @@ class HostConsole:
         self.interconnect: str | None = None  # the header's line of its GPUs' interconnect, once read
         self.bench_job: BenchJob | None = None  # the benchmark under way here (it holds the seat), or the last
         self.tune_job: TuneJob | None = None    # the tune under way here (it holds the seat), or the last
+        self._job_task: asyncio.Task | None = None  # the loop of the benchmark or tune under way (:mod:`.jobs`)
         self._session_waiters: list[asyncio.Future] = []
         self.recorder = None                 # a RecordingWriter the link writes to while this host is recorded
         self._unsubscribe: Callable[[], None] | None = None
@@ -236,6 +240,59 @@ class HostConsole:
     def switch_failed(self, name: str, error: str) -> None:
         self.switches.errors[name] = error
         self.events.publish(SwitchOutcome(self.label, name, error=error))
+
+    def tell(self, text: str, *, severity: str = "information", title: str = "", timeout: float | None = None) -> None:
+        """A sentence for the operator (:class:`Notice`)."""
+        self.events.publish(Notice(self.label, text, severity, title, timeout))
+
+    # --- the benchmark or tune under way (:mod:`.jobs`) -----------------------------------------------------------
+    def run_job(self, loop: Coroutine) -> None:
+        """Run ``loop`` (:func:`~.jobs.run_bench`, :func:`~.jobs.run_compare`, :func:`~.jobs.run_tune`) as this
+        host's job; its caller took the seat and set :attr:`bench_job` (and :attr:`tune_job`)."""
+        task = asyncio.get_running_loop().create_task(loop, name=f"the benchmark on {self.label}")
+        task.add_done_callback(self._job_task_done)
+        self._job_task = task
+
+    def _job_task_done(self, task: asyncio.Task) -> None:
+        if not task.cancelled() and task.exception() is not None:
+            log.error("the benchmark on %s failed", self.label, exc_info=task.exception())
+
+    def job_changed(self, job: BenchJob, *, progress: bool = False) -> None:
+        self.events.publish(JobNews(self.label, job, progress=progress))
+
+    def job_ended(self, job: BenchJob) -> None:
+        """The job's loop ended, however it ended: the seat is free, and a job a path left unsettled fails."""
+        self._job_task = None
+        self.seat.release()
+        if job.active:
+            job.fail(job.message or "stopped")
+        self.events.publish(JobNews(self.label, job, ended=True))
+
+    def cancel_job(self) -> bool:
+        """Stop the job under way (``c``): the run in flight is cancelled on the host and what it measured is
+        saved, marked interrupted. False when there is none to stop."""
+        job, task = self.bench_job, self._job_task
+        if job is None or not job.active or job.state == "cancelling" or task is None or task.done():
+            return False
+        job.state = "cancelling"
+        self.job_changed(job, progress=True)
+        task.cancel()
+        return True
+
+    async def stop_job(self, timeout_s: float = 30.0) -> None:
+        """Stop the job under way and wait (up to ``timeout_s``) until what it measured is saved (quitting the
+        demo, whose servers stop next)."""
+        task = self._job_task
+        if task is None or not self.measuring:
+            return
+        self.cancel_job()
+        await asyncio.wait({task}, timeout=timeout_s)
+
+    def leave_job(self) -> None:
+        """The console closes: stop following the job under way (a run goes on on the host, which says so)."""
+        task, self._job_task = self._job_task, None
+        if task is not None and not task.done():
+            task.cancel()
 
     def node_host(self) -> NodeHost:
         """This host as one node of a multi-node server (:mod:`spectui.core.console.nodes`)."""

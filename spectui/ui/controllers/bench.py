@@ -2,7 +2,8 @@
 
 :class:`BenchController` owns the marks and the progress of the session's runs; the job (one benchmark at a time
 per host, a :class:`~spectui.core.console.benchjob.BenchJob`) is the host's console's, holds that host's action seat
-for its whole run and stays with its host when another is shown; its workers save to the history. The bench API
+for its whole run and stays with its host when another is shown; its loop (:mod:`spectui.core.console.jobs`) runs on
+that console and saves to the history, and the console's events (a ``JobNews``, a ``Notice``) reach the App. The bench API
 pauses the demo traffic while it measures and gives it back; the console keeps it paused (the
 ``t`` key and the reconnection both wait) until the benchmark ends. A server that another run
 measures (another console's, or ``spectui bench``'s) is refused by the host: the benchmark screen
@@ -11,30 +12,23 @@ and a notification show the host's sentence naming that run.
 
 from __future__ import annotations
 
-import asyncio
-import time
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from textual.worker import WorkerCancelled, WorkerFailed
-
 from spectui.agent.protocol import Event as WireEvent
 from spectui.agent.protocol import ServerState
-from spectui.core.aio import within
 from spectui.core.bench.progress import BENCH_BUSY, ProgressBoard
-from spectui.core.errors import AgentCallError, Disconnected, SpectuiError
 from spectui.core.paths import user_data_dir
 from spectui.core.profiles import Profile
 from spectui.core.servers import SERVER_BENCHMARKED, is_external
 from spectui.core.console import HostConsole
-from spectui.ui.controllers.base import Controller, worker
-from spectui.ui.dashboard_views import EVERYTHING, showing
+from spectui.ui.controllers.base import Controller
+from spectui.ui.dashboard_views import showing
 from spectui.ui.screens.confirm import ConfirmScreen
 
 if TYPE_CHECKING:  # the presets, the job and its screen, the history: loaded by the keys that start a benchmark or
     # show one
-    from spectui.core.history import HistoryStore
-    from spectui.core.bench import CompareEvent, Preset, RunHandle, RunResult
+    from spectui.core.bench import Preset
     from spectui.core.console.benchjob import BenchJob
 
 
@@ -63,16 +57,6 @@ def write_export(text: str, name: str, folders: list[Path] | None = None) -> Pat
     raise OSError(f"no folder would take {name} ({last})")
 
 
-def refusal(exc: Exception, code: str = BENCH_BUSY) -> str | None:
-    """The host's sentence when it refused a run because the server is being benchmarked (or, with
-    ``code`` :data:`SERVER_BENCHMARKED`, a stop or switch of a server a live run measures), as a
-    notification shows it (capitalised, with its full stop); None for any other error."""
-    if not isinstance(exc, AgentCallError) or exc.code != code:
-        return None
-    text = str(exc).strip()
-    return text[:1].upper() + text[1:] + ("" if text.endswith(".") else ".")
-
-
 class BenchController(Controller):
     """The console's benchmark keys and the benchmark under way."""
 
@@ -81,7 +65,6 @@ class BenchController(Controller):
         self._recorded: tuple | None = None   # the job (id, snapshot less its clock) last written to the recording
         self._replayed: dict | None = None    # a replay: the recorded job shown
         self.board = ProgressBoard()          # every bench_progress event of the sessions
-        self._workers: dict[str, object] = {}  # host label -> the worker of its job under way
         self.marked: list[str] = []           # profiles marked for B, in the order marked
         self.last_preset: str | None = None
 
@@ -93,10 +76,6 @@ class BenchController(Controller):
     @job.setter
     def job(self, job: BenchJob | None) -> None:
         self.console.bench_job = job
-
-    @property
-    def _worker(self):
-        return self._workers.get(self.console.label)
 
     def session_opened(self, session, reconnects: int) -> None:
         session.client.add_listener(self._heard)
@@ -114,8 +93,9 @@ class BenchController(Controller):
         self.changed(BENCH_SHOWS)
 
     def notify_refused(self, exc: Exception, title: str, code: str = BENCH_BUSY) -> str | None:
-        """Show the host's sentence when it refused for a live benchmark run (:func:`refusal`) and
-        return it; None, and nothing shown, for any other error."""
+        """Show the host's sentence when it refused for a live benchmark run
+        (:func:`~spectui.core.console.jobs.refusal`) and return it; None, and nothing shown, for any other error."""
+        from spectui.core.console.jobs import refusal
         text = refusal(exc, code)
         if text is not None:
             self.notify(text, title=title, severity="warning", timeout=20, markup=False)
@@ -125,11 +105,6 @@ class BenchController(Controller):
         """Show the host's sentence when it refused to stop a server that a live benchmark run measures
         (another console's, or ``spectui bench``'s); False for any other error."""
         return self.notify_refused(exc, title, SERVER_BENCHMARKED) is not None
-
-    def history_store(self) -> HistoryStore:
-        from spectui.core.history import HistoryStore
-
-        return HistoryStore()
 
     def measuring(self) -> bool:
         return self.console.measuring
@@ -261,64 +236,9 @@ class BenchController(Controller):
         job = BenchJob.single(preset, self.link.session.target.history_label, server)
         console = self._start(job, preset, f"benchmarking {server}")
         if console is not None:
-            self._workers[console.label] = self._run_bench(job, console)
+            from spectui.core.console.jobs import run_bench
+            console.run_job(run_bench(console, job))
             self.refresh()
-
-    @worker(group="bench")
-    async def _run_bench(self, job: BenchJob, console: HostConsole) -> None:
-        from spectui.core.bench.presets import PresetError
-        from spectui.core.bench.runs import start_run, watch_running
-        session = console.link.session
-        handle: RunHandle | None = None
-        try:
-            handle = await start_run(session, job.preset, server=job.server)
-            job.started(handle.run_id)
-            result = None
-            while result is None:
-                try:
-                    result = await handle.wait(session=session)
-                except Disconnected:
-                    job.message = "the connection dropped: the run goes on on the host; waiting for the reconnection"
-                    self.job_changed(job)
-                    session = await console.next_session(session)
-                    await watch_running(session)
-                    job.message = None
-                    self.job_changed(job)
-            saved = self._save_run(result)
-            job.finish_run(result, saved)
-            tok = (result.stats or {}).get("output_tok_s")
-            self.notify(f"{job.server}, {job.preset.name}: {result.state}"
-                        + (f", {tok:.1f} tok/s" if tok is not None else "")
-                        + (f"; saved as run {saved}" if saved else "") + ".",
-                        severity="information" if result.state == "done" else "warning")
-        except asyncio.CancelledError:
-            if job.state == "cancelling" and handle is not None:
-                try:
-                    result = await asyncio.shield(handle.cancel())
-                    job.finish_run(result, self._save_run(result))
-                except (Disconnected, AgentCallError, asyncio.CancelledError) as exc:
-                    job.fail(f"Cancelled; the host did not confirm it ({exc}).")
-            elif job.active:
-                job.fail("Cancelled before the run started." if handle is None else
-                         "The console stopped following the run; it goes on on the host "
-                         "(spectui bench --collect saves it when it ends).")
-            raise
-        except (SpectuiError, PresetError, ValueError, OSError) as exc:
-            busy = self.notify_refused(exc, "Benchmark refused")
-            job.fail(busy or str(exc))
-            if not busy:
-                self.notify(f"Benchmark of {job.server}: {exc}", severity="error", timeout=15)
-        finally:
-            self._done(job, console)
-
-    def _save_run(self, result: RunResult) -> str | None:
-        import sqlite3
-
-        try:
-            return str(self.history_store().save_run(result))
-        except (OSError, sqlite3.Error, SpectuiError) as exc:  # the run is still shown
-            self.notify(f"The run could not be saved to the history: {exc}", severity="error", timeout=15)
-            return None
 
     # --- B: compare the marked profiles ------------------------------------------------------------------
     def request_compare(self) -> None:
@@ -379,74 +299,15 @@ class BenchController(Controller):
         job = BenchJob.comparing(preset, self.link.session.target.history_label, [p.name for p in profiles], baseline)
         console = self._start(job, preset, f"comparing {len(profiles)} profiles")
         if console is not None:
-            self._workers[console.label] = self._run_compare(job, profiles, console)
+            from spectui.core.console.jobs import run_compare
+            console.run_job(run_compare(console, job, profiles, switch=self.app.servers.compare_switch
+                                        if any(p.nodes for p in profiles) else None))
             self.refresh()
 
-    @worker(group="bench")
-    async def _run_compare(self, job: BenchJob, profiles: list[Profile], console: HostConsole) -> None:
-        from spectui.core.bench.compare import BenchError, run_comparison
-        from spectui.core.bench.presets import PresetError
-        session = console.link.session
-        store = self.history_store()
-        job.state = "running"
-
-        def on_event(ev: CompareEvent) -> None:
-            job.on_compare_event(ev)
-            self.changed(BENCH_SHOWS if ev.kind == "progress" else EVERYTHING)
-
-        try:
-            comp = await run_comparison(session, profiles, job.preset, baseline=job.baseline, store=store,
-                                        on_event=on_event,
-                                        switch=self.app.servers.compare_switch if any(p.nodes for p in profiles)
-                                        else None)
-            job.finish_comparison(comp)
-            self.notify(f"Comparison {comp.get('id') or ''} done: "
-                        + ("; ".join(comp.get("verdicts") or []) or "see the table") + ".", timeout=12)
-        except asyncio.CancelledError:
-            job.interrupted("Cancelled: the run in flight was stopped on the host; what was measured is saved, "
-                            "marked interrupted." if job.state == "cancelling" else
-                            "The console stopped the comparison.", self._saved_comparison(store, job))
-            raise
-        except Disconnected as exc:
-            job.interrupted(f"The connection dropped ({exc}); the run in flight goes on on the host "
-                            f"(spectui bench --collect saves it).", self._saved_comparison(store, job))
-            self.notify(job.message, severity="error", timeout=15)
-        except (BenchError, SpectuiError, PresetError, ValueError, OSError) as exc:
-            busy = self.notify_refused(exc, "Comparison refused")
-            job.fail(busy or str(exc))
-            if not busy:
-                self.notify(f"Comparison: {exc}", severity="error", timeout=15)
-        finally:
-            self._done(job, console)
-
-    @staticmethod
-    def _saved_comparison(store: HistoryStore, job: BenchJob) -> dict | None:
-        """The interrupted comparison run_comparison saved (it keeps what was measured)."""
-        try:
-            comps = store.comparisons()
-        except Exception:
-            return None
-        for comp in reversed(comps):
-            if [p["name"] for p in comp.get("profiles") or []] == list(job.profiles) and \
-                    comp.get("created_at", 0) >= time.time() - job.elapsed_s() - 5:
-                return comp
-        return None
-
     # --- after either -----------------------------------------------------------------------------------------
-    def adopt(self, job: BenchJob, worker, console: HostConsole) -> None:
-        """A tune's comparison is the benchmark under way on ``console``'s host (the banner, ``v`` and ``c``
-        follow it)."""
-        console.bench_job = job
-        self._workers[console.label] = worker
-
-    def done(self, job: BenchJob, console: HostConsole) -> None:
-        self._done(job, console)
-
-    def _done(self, job: BenchJob, console: HostConsole) -> None:
-        self._workers.pop(console.label, None)
-        console.seat.release()
-        if job.active:  # a path above that did not settle it
-            job.fail(job.message or "stopped")
+    def ended(self, job: BenchJob) -> None:
+        """A host's benchmark or tune ended (:class:`~spectui.core.console.JobNews`): the demo traffic comes back
+        and, off the benchmark screen, a notification says so."""
         # the bench API gives the traffic back on the session it paused it on; after a reconnection
         # (or a failed restore) this brings it back on the current one
         self.app.traffic.resume()
@@ -477,34 +338,18 @@ class BenchController(Controller):
         self.push_screen(ConfirmScreen("Stop the benchmark?", lines, yes="Stop it"), answered)
 
     def cancel(self) -> None:
-        job = self.job
-        worker = self._worker
-        if job is None or not job.active or worker is None:
-            return
-        job.state = "cancelling"
-        self.job_changed(job)
-        worker.cancel()
-
-    async def stop_for_quit(self, timeout_s: float = 30.0) -> None:
-        """Quitting the demo stops its servers: stop the benchmark first, so that what it measured is saved."""
-        worker = self._worker
-        if worker is None or not self.measuring():
-            return
-        self.cancel()
-        try:
-            await within(asyncio.shield(worker.wait()), timeout_s)
-        except (asyncio.TimeoutError, WorkerCancelled, WorkerFailed):
-            pass
+        self.console.cancel_job()
 
     def export(self, job: BenchJob) -> None:
         if job.active or not job.saved_id:
             self.notify("Nothing to export yet: the results are saved when the benchmark ends.", severity="warning")
             return
+        from spectui.core.console.jobs import history_store
         from spectui.core.history import HistoryError
 
         kind = "comparison" if job.comparison is not None else "run"
         try:
-            text = self.history_store().export([job.saved_id], "md")
+            text = history_store().export([job.saved_id], "md")
             path = write_export(text, f"spectui-{kind}-{job.saved_id}.md")
         except (HistoryError, OSError) as exc:
             self.notify(f"Export failed: {exc}", severity="error", timeout=15)

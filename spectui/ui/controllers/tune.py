@@ -1,7 +1,8 @@
 """Tune from the console (``T`` on the benchmark screen): the profile highlighted on the dashboard,
 against its baseline, with the ``tune`` preset, within a budget chosen from a list.
 
-The loop is ``spectui.core.tune.run`` (the one ``spectui tune`` prints). Each comparison it runs is
+The loop is ``spectui.core.tune.run`` (the one ``spectui tune`` prints), run by the host's console
+(:func:`spectui.core.console.jobs.run_tune`). Each comparison it runs is
 the console's benchmark while it runs (the banner, ``v`` and ``c`` follow it, the demo traffic stays
 paused, ``b`` and ``B`` wait); the tune screen shows the stages, the run in flight, the chart of
 tok/s against the swept value, and the recommendation with its evidence.
@@ -9,20 +10,16 @@ tok/s against the swept value, and the recommendation with its evidence.
 
 from __future__ import annotations
 
-import asyncio
 from typing import TYPE_CHECKING
 
-from spectui.core.errors import Disconnected, SpectuiError
 from spectui.core.profiles import ProfileError
 from spectui.ui.controllers.base import Controller
-from spectui.ui.controllers.bench import BENCH_SHOWS
 from spectui.ui.dashboard_views import showing
 
 if TYPE_CHECKING:  # the planner, the loop, the job and its screens: loaded by the key that starts a tune
     from spectui.core.console.tunejob import TuneJob
     from spectui.core.tune import SpecSetting
     from spectui.core.tune.plan import TuneInputs
-    from spectui.core.tune.run import TuneEvent
 
 
 def console_inputs(library, name: str, budget_min: float) -> TuneInputs:
@@ -102,50 +99,14 @@ class TuneController(Controller):
         job.bench.traffic_paused = bool(traffic.available and traffic.wanted)
         if not console.seat.take(f"tuning {profile.name}"):
             return
-        console.tune_job = job
+        console.tune_job, console.bench_job = job, job.bench  # its comparison is the host's benchmark
         self.last_budget = budget_min
-        worker = self.app.run_worker(self._run(job, console, inputs), name="tune",
-                                     group="bench", exit_on_error=False)
-        bench.adopt(job.bench, worker, console)
+        from spectui.core.console.jobs import run_tune
+        console.run_job(run_tune(console, job, inputs))
         if showing(self.app.screen, "bench", "BenchScreen") and self.app.screen.job is None:
             self.app.pop_screen()  # it said there was no benchmark: the tune is one now
         self.push_screen(TuneScreen(job))
         self.refresh()
-
-    async def _run(self, job: TuneJob, console, inputs: TuneInputs) -> None:
-        from spectui.core.tune.run import TuneProblems, run_tune
-        session, bench = console.link.session, self.app.bench
-        profile = inputs.profile
-
-        def on_event(ev: TuneEvent) -> None:
-            job.on_event(ev)
-            if ev.kind == "compare_started":
-                console.bench_job = job.bench
-            if ev.kind != "compare" or ev.compare.kind != "progress":
-                self.refresh()
-            else:
-                self.changed(BENCH_SHOWS)
-
-        try:
-            outcome = await run_tune(session, inputs, store=bench.history_store(), on_event=on_event)
-            job.finish(outcome)
-            self.notify(f"Tune of {profile.name}: {outcome.recommendation.summary}.", timeout=15, markup=False)
-        except asyncio.CancelledError:
-            job.fail("Cancelled: the run in flight was stopped on the host; what was measured is saved, marked "
-                     "interrupted.", "interrupted")
-            raise
-        except TuneProblems as exc:
-            job.fail("; ".join(str(p) for p in exc.problems) + f"; {exc.closing}")
-            self.notify(f"Tune of {profile.name}: {job.message}", severity="error", timeout=15, markup=False)
-        except Disconnected as exc:
-            job.fail(f"The connection dropped ({exc}); the run in flight goes on on the host (spectui bench "
-                     f"--collect saves it).", "interrupted")
-            self.notify(job.message, severity="error", timeout=15, markup=False)
-        except (SpectuiError, ValueError, OSError) as exc:
-            job.fail(str(exc))
-            self.notify(f"Tune of {profile.name}: {exc}", severity="error", timeout=15, markup=False)
-        finally:
-            bench.done(job.bench, console)
 
     def open_screen(self) -> None:
         if self.job is None:
