@@ -158,10 +158,6 @@ class SpectuiApp(ConnectionWorker, DashboardViews, RowSelection, ReplayKeys, Pal
         return self.host.profiles
 
     @property
-    def profile_errors(self) -> list[str]:
-        return self.host.profile_errors
-
-    @property
     def busy(self) -> str | None:
         """What holds the shown host's action seat (a switch, a benchmark, ...); None: free."""
         return self.host.seat.holder
@@ -172,9 +168,7 @@ class SpectuiApp(ConnectionWorker, DashboardViews, RowSelection, ReplayKeys, Pal
         return self.dashboard
 
     def on_mount(self) -> None:
-        self.user_settings.apply()
-        self._update_styles()
-        self.theme_changed_signal.subscribe(self, lambda _theme: self._theme_changed())
+        self.user_settings.apply()  # and the panels' colours follow the theme from now on
         if len(self.hosts) > 1:
             from spectui.ui.screens.fleet import FleetScreen
             self.push_screen(FleetScreen())   # every host at a glance; enter opens one
@@ -183,15 +177,6 @@ class SpectuiApp(ConnectionWorker, DashboardViews, RowSelection, ReplayKeys, Pal
         self.set_interval(CLOCK_S, self.clock)
         self.recording.start_wanted()
         self.connection()
-
-    def _update_styles(self) -> None:
-        self.draw_styles = Styles.from_variables(self.get_css_variables())
-
-    def _theme_changed(self) -> None:
-        self.user_settings.theme_changed(self.theme)
-        self._update_styles()
-        if self.dashboard is not None and self.link is not None:
-            self.dashboard.show(self.build_views(), force=True)
 
     def notify(self, message: str, *, title: str = "", severity="information", timeout: float | None = None,
                markup: bool = False) -> None:
@@ -277,27 +262,16 @@ class SpectuiApp(ConnectionWorker, DashboardViews, RowSelection, ReplayKeys, Pal
         running = [p.name for p in self.profiles if p.name in ready]  # a profile's server, never a found one
         if running:
             self.selected = running[0]
-        if self.profile_errors:
-            self.notify(f"{len(self.profile_errors)} profile(s) could not be loaded: {self.profile_errors[0]}",
+        if self.host.profile_errors:
+            errors = self.host.profile_errors
+            self.notify(f"{len(errors)} profile(s) could not be loaded: {errors[0]}",
                         severity="warning", timeout=10)
         self.call_after_refresh(self.refresh_now)  # the first frame with the host's figures once the dashboard shows,
         # not at the next refresh period
 
-    def ready_link(self) -> HostLink | None:
-        """The link, when an action may start now; else None, and a notification says why."""
-        refusal = self.host.refusal()
-        if refusal is not None:
-            self.notify(refusal, severity="warning")
-            return None
-        return self.link
-
     # --- several hosts --------------------------------------------------------------------------------------------
     def fleet_view(self, highlight: int):
         return fleet_view(self.hosts, self.current_host, highlight)
-
-    def open_fleet(self) -> None:
-        from spectui.ui.screens.fleet import FleetScreen
-        self.push_screen(FleetScreen())
 
     def enter_host(self, index: int) -> None:
         """Show host ``index`` on the dashboard: its console, as it was left (switch results, probes, logs, alerts
@@ -320,33 +294,6 @@ class SpectuiApp(ConnectionWorker, DashboardViews, RowSelection, ReplayKeys, Pal
         self.notify(f"Host {index + 1} of {len(self.hosts)}: {console.label}" + ("" if console.connected else
                     f" ({fleet_row(index + 1, console, current=True).health})"))
         self.refresh_now()
-
-    # --- other screens (each loaded when first opened) ---------------------------------------------------------------------------------------------------------------------
-    def open_help(self) -> None:
-        from spectui.ui.screens.help import HelpScreen
-        self.push_screen(HelpScreen())
-
-    def open_gpu_processes(self) -> None:
-        from spectui.ui.screens.gpuprocs import GpuProcsScreen
-        self.push_screen(GpuProcsScreen())
-
-    def open_debug_log(self) -> None:
-        from spectui.ui.screens.debuglog import DebugLogScreen
-        self.push_screen(DebugLogScreen())
-
-    def open_alerts(self) -> None:
-        from spectui.ui.screens.alerts import AlertsScreen
-        self.push_screen(AlertsScreen())
-
-    def open_describe(self) -> None:
-        """d: the highlighted row's server in full (``spectui servers describe``)."""
-        name = self.highlighted_name()
-        if name is None or self.link is None or name not in self.link.servers:
-            self.notify(f"{name or 'This profile'} has not run on this host: nothing to describe yet (switch to it "
-                        "first).", severity="warning")
-            return
-        from spectui.ui.screens.describe import DescribeScreen
-        self.push_screen(DescribeScreen(name))
 
     def on_unmount(self) -> None:
         for console in self.hosts:  # a run goes on on its host; the job says the console stopped following it

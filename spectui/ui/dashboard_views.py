@@ -217,7 +217,7 @@ class DashboardViews:
         """The profile rows, then the group of found servers under its heading."""
         servers, bench = self.servers, self.bench
         group = servers.group()
-        view = snapshots.profiles_view(self.link, self.profiles, self.highlight, self.profile_errors,
+        view = snapshots.profiles_view(self.link, self.profiles, self.highlight, self.host.profile_errors,
                                        servers.switching_to(), bench.marked, bench.compare_baseline(),
                                        group.listed, self.profile_filter)
         heading = group.view and dataclasses.replace(group.view, at=sum(1 for r in view.rows if r.origin is None))

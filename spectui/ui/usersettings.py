@@ -1,4 +1,5 @@
-"""The settings file in the console: its theme and keymap applied at start, the theme saved on change.
+"""The settings file in the console: its theme and keymap applied at start, the theme saved on change, and the
+panels' colours (the App's ``draw_styles``) following the theme.
 
 The theme and the binding ids are known here (Textual's registered themes, ``spectui.ui.keys``), so
 this is where they are checked; each problem is located in the file like the others
@@ -9,6 +10,7 @@ from __future__ import annotations
 
 from spectui.core.settings import Settings, SettingsSaveError, save_theme
 from spectui.ui import keys
+from spectui.ui.draw import Styles
 
 
 class SettingsInConsole:
@@ -23,7 +25,10 @@ class SettingsInConsole:
         self._save_failed = False
 
     def apply(self) -> None:
-        """Set the theme and the keymap; notify the problems found in the file (if any)."""
+        """Set the theme and the keymap; notify the problems found in the file (if any). From now on the panels'
+        colours follow the theme, and a theme the user picks is saved."""
+        self._read_styles()
+        self.app.theme_changed_signal.subscribe(self.app, lambda _theme: self._theme_changed(self.app.theme))
         s = self.settings
         if s is None:
             return
@@ -45,6 +50,16 @@ class SettingsInConsole:
             more = f" (and {len(self.problems) - 1} more: n lists them)" if len(self.problems) > 1 else ""
             self.app.notify(f"Settings: {self.problems[0]}{more}; the other settings apply.",
                             severity="warning", timeout=10)
+
+    def _read_styles(self) -> None:
+        self.app.draw_styles = Styles.from_variables(self.app.get_css_variables())
+
+    def _theme_changed(self, theme: str) -> None:
+        self.theme_changed(theme)
+        self._read_styles()
+        app = self.app
+        if app.dashboard is not None and app.link is not None:
+            app.dashboard.show(app.build_views(), force=True)
 
     def theme_changed(self, theme: str) -> None:
         """Save a theme the user picked (read-modify-write: the file's other keys stay)."""

@@ -42,7 +42,11 @@ class Controller:
 
     def ready_link(self) -> HostLink | None:
         """The link, when an action may start on the shown host now; else None, and a notification says why."""
-        return self.app.ready_link()
+        refusal = self.console.refusal()
+        if refusal is not None:
+            self.notify(refusal, severity="warning")
+            return None
+        return self.link
 
     def push_screen(self, screen, callback=None) -> None:
         self.app.push_screen(screen, callback)

@@ -446,6 +446,17 @@ class ServersController(Controller):
         else:
             self.notify(f"{name}: {server.get('state')}", severity="warning")
 
+    # --- d: describe ------------------------------------------------------------------------------------------
+    def describe(self) -> None:
+        """The highlighted row's server in full (``spectui servers describe``)."""
+        name = self.app.highlighted_name()
+        if name is None or self.link is None or name not in self.link.servers:
+            self.notify(f"{name or 'This profile'} has not run on this host: nothing to describe yet (switch to it "
+                        "first).", severity="warning")
+            return
+        from spectui.ui.screens.describe import DescribeScreen
+        self.push_screen(DescribeScreen(name))
+
     # --- x: stop ----------------------------------------------------------------------------------------------
     def _shown_server(self, name: str | None) -> dict | None:
         name = name or self.app.focus()

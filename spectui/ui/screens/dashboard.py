@@ -232,15 +232,10 @@ FORWARDS: dict[str, tuple[str, tuple]] = {  # the dashboard's keys that one call
     "traffic": ("traffic.toggle", ()),
     "traffic_concurrency": ("traffic.cycle_concurrency", ()),
     "rate_formula": ("cycle_rate_formula", ()),
-    "help": ("open_help", ()),
     "retry_now": ("retry_now", ()),
     "quit_console": ("quit_console", ()),
-    "gpu_processes": ("open_gpu_processes", ()),
-    "debug_log": ("open_debug_log", ()),
-    "hosts": ("open_fleet", ()),
     "record": ("recording.toggle", ()),
-    "alerts": ("open_alerts", ()),
-    "describe": ("open_describe", ()),
+    "describe": ("servers.describe", ()),
     "pause": ("toggle_pause", ()),
     "telemetry_faster": ("telemetry.step", (1,)),
     "telemetry_slower": ("telemetry.step", (-1,)),
@@ -248,6 +243,24 @@ FORWARDS: dict[str, tuple[str, tuple]] = {  # the dashboard's keys that one call
     "found_stopped": ("servers.toggle_found", ("stopped",)),
     "found_owner": ("servers.toggle_found", ("mine",)),
 }
+
+
+OPENS: dict[str, str] = {  # the dashboard's keys that open a screen of their own, each module loaded when first opened
+    "help": "spectui.ui.screens.help:HelpScreen",
+    "gpu_processes": "spectui.ui.screens.gpuprocs:GpuProcsScreen",
+    "debug_log": "spectui.ui.screens.debuglog:DebugLogScreen",
+    "hosts": "spectui.ui.screens.fleet:FleetScreen",
+    "alerts": "spectui.ui.screens.alerts:AlertsScreen",
+}
+
+
+def _opener(where: str):
+    def action(self) -> None:
+        import importlib
+
+        module, name = where.split(":")
+        self.app.push_screen(getattr(importlib.import_module(module), name)())
+    return action
 
 
 def _forward(path: str, fixed: tuple):
@@ -261,3 +274,5 @@ def _forward(path: str, fixed: tuple):
 
 for _name, (_path, _fixed) in FORWARDS.items():
     setattr(DashboardScreen, f"action_{_name}", _forward(_path, _fixed))
+for _name, _where in OPENS.items():
+    setattr(DashboardScreen, f"action_{_name}", _opener(_where))
