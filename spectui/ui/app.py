@@ -18,17 +18,8 @@ from textual import on
 from textual.app import App
 from textual.screen import Screen
 
-from spectui.core.console import (
-    AlertChanged,
-    ConsoleEvent,
-    HostConsole,
-    JobNews,
-    LinkNews,
-    LogRead,
-    Notice,
-    SeatChanged,
-    SwitchOutcome,
-)
+from spectui.core.console import (AlertChanged, ConsoleEvent, HostConsole, JobNews, LinkNews, LogRead, Notice, SeatChanged,
+                                  SwitchOutcome)
 from spectui.core.link_events import FrameReceived as FrameEvent
 from spectui.core.link_events import RttChanged as RttEvent
 from spectui.core.link_events import SessionOpened as SessionOpenedEvent
@@ -213,12 +204,14 @@ class SpectuiApp(ConnectionWorker, DashboardViews, RowSelection, ReplayKeys, Pal
         event, console = message.event, message.console
         if isinstance(event, AlertChanged):
             self.alerts.tell(console, event.change)
-        elif isinstance(event, Notice):  # whichever host's: a result, a refusal, a failure
-            self.notify(event.text, title=event.title, severity=event.severity, timeout=event.timeout)
+        elif isinstance(event, Notice):  # whichever host's (named when another is shown): a result, a refusal
+            shown = console is self.host
+            self.notify(event.text if shown else f"{console.label}: {event.text}", title=event.title,
+                        severity=event.severity, timeout=event.timeout)
             return
         elif isinstance(event, JobNews):
             if event.ended:
-                self.bench.ended(event.job)
+                self.bench.ended(event.job, console)
             elif console is self.host:
                 self.changed(BENCH_SHOWS) if event.progress else self.refresh_now()
             return

@@ -66,3 +66,17 @@ async def test_a_switch_completes_on_its_host_while_another_is_shown(ui_env):
         await wait_for(pilot, lambda: server_state(app, "alpha") == "ready", 10, "alpha ready on demo-1")
         assert app.host is first and "alpha" in app.dashboard.query_one("#server").title_text
         assert "ready" in panel_text(app, "server")
+
+
+async def test_a_benchmark_that_ends_on_a_host_not_shown_says_which_host(ui_env, monkeypatch):
+    """Its end is told wherever the console is, naming its host: ``v`` shows the shown host's benchmark, not it."""
+    from tests.core.console.test_jobs import running
+    async with first_of_two(ui_env) as (pilot, app):
+        second = app.hosts[1]
+        job, handle = await running(second, monkeypatch)
+        handle.ended.set()
+        await wait_for(pilot, lambda: not job.active and notified(app, second.label), 10, "the end, told")
+        label = second.label
+        said = [n.message for n in app._notifications if "alpha" in n.message]
+        assert said == [f"{label}: alpha, short: done, 41.5 tok/s; saved as run {job.saved_id}.",
+                        f"{label}: the short run on alpha: done. H shows that host; v there shows the results."], said

@@ -305,13 +305,16 @@ class BenchController(Controller):
             self.refresh()
 
     # --- after either -----------------------------------------------------------------------------------------
-    def ended(self, job: BenchJob) -> None:
-        """A host's benchmark or tune ended (:class:`~spectui.core.console.JobNews`): the demo traffic comes back
-        and, off the benchmark screen, a notification says so."""
+    def ended(self, job: BenchJob, console: HostConsole) -> None:
+        """``console``'s benchmark or tune ended (:class:`~spectui.core.console.JobNews`): the demo traffic comes back
+        and, off that benchmark's screen, a notification says so (naming its host when another is shown)."""
         # the bench API gives the traffic back on the session it paused it on; after a reconnection
         # (or a failed restore) this brings it back on the current one
         self.app.traffic.resume()
-        if not showing(self.app.screen, "bench", "BenchScreen") and not job.active:
+        if console is not self.console:
+            self.notify(f"{console.label}: {job.what()}: {job.state}. H shows that host; v there shows the results.",
+                        timeout=8)
+        elif not showing(self.app.screen, "bench", "BenchScreen") and not job.active:
             self.notify(f"{job.what().capitalize()}: {job.state}. v shows the results.", timeout=8)
         self.refresh()
 
