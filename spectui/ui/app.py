@@ -7,7 +7,7 @@ console is shown. What a console publishes (:mod:`spectui.core.console.events`) 
 (:mod:`spectui.ui.messages`). The controllers (``spectui/ui/controllers/``) turn a key into a confirmation, a
 call on the shown host's console and a notification. The App's parts live beside it: the connection workers
 (:mod:`~spectui.ui.connection`), the panels' snapshots (:mod:`~spectui.ui.dashboard_views`), the rows
-(:mod:`~spectui.ui.rows`), a replay's keys, the palette's commands and quitting.
+(:mod:`~spectui.ui.rows`), a replay's keys and the palette's commands.
 """
 
 from __future__ import annotations
@@ -34,6 +34,7 @@ from spectui.ui.controllers.alerts import AlertsController
 from spectui.ui.controllers.bench import BENCH_SHOWS, BenchController
 from spectui.ui.controllers.logs import LogsController
 from spectui.ui.controllers.probe import ProbeController
+from spectui.ui.controllers.quit import QuitController
 from spectui.ui.controllers.recording import RecordingController
 from spectui.ui.controllers.servers import ServersController
 from spectui.ui.controllers.source import SourceController
@@ -51,7 +52,6 @@ from spectui.ui.dashboard_views import CLOCK_S, DashboardViews
 from spectui.ui.rows import RowSelection
 from spectui.ui.replay_keys import ReplayKeys
 from spectui.ui.app_palette import PaletteCommands
-from spectui.ui.quitting import Quitting
 
 if TYPE_CHECKING:
     from spectui.core.replay import ReplayLink
@@ -63,7 +63,7 @@ FRAME_SHOWS = {"gpu": frozenset({"header", "gpus", "profiles", "server"}),
 LIVE = snapshots.LIVE
 
 
-class SpectuiApp(ConnectionWorker, DashboardViews, RowSelection, ReplayKeys, PaletteCommands, Quitting, App):
+class SpectuiApp(ConnectionWorker, DashboardViews, RowSelection, ReplayKeys, PaletteCommands, App):
     CSS_PATH = "app.tcss"
     TITLE = "spectui"
     COMMANDS = App.COMMANDS | {ProfileCommands}
@@ -106,7 +106,6 @@ class SpectuiApp(ConnectionWorker, DashboardViews, RowSelection, ReplayKeys, Pal
         self.activities: dict[str, tuple[str, float]] = {}  # work the banner shows: a probe, a source fetch
         self._dirty: set[str] = set()  # what changed since the last redraw (panel names, other screens)
         self._connected_seen = False
-        self._quitting = False
         self._found_highlighted = False  # the footer offers adopt / import while a found server is highlighted
         # the features, each owning its state and workers (spectui/ui/controllers/)
         self.servers = ServersController(self)
@@ -119,6 +118,7 @@ class SpectuiApp(ConnectionWorker, DashboardViews, RowSelection, ReplayKeys, Pal
         self.alerts = AlertsController(self, alerts)
         self.tune = TuneController(self)  # T on the benchmark screen: a tune takes the benchmark's place
         self.recording = RecordingController(self, record)  # --record FILE, ctrl+r
+        self.quitter = QuitController(self)  # q: what the demo started stops, every link closes, the note is left
         self.controllers = (self.servers, self.bench, self.tune, self.probe, self.source, self.traffic,
                             self.telemetry, self.logs, self.alerts, self.recording)
         self.user_settings = SettingsInConsole(self, settings)  # theme and keymap; None: none
@@ -287,6 +287,12 @@ class SpectuiApp(ConnectionWorker, DashboardViews, RowSelection, ReplayKeys, Pal
         self.notify(f"Host {index + 1} of {len(self.hosts)}: {console.label}" + ("" if console.connected else
                     f" ({fleet_row(index + 1, console, current=True).health})"))
         self.refresh_now()
+
+    async def action_quit(self) -> None:
+        self.quitter.request()
+
+    def quit_console(self) -> None:
+        self.quitter.request()
 
     def on_unmount(self) -> None:
         for console in self.hosts:  # a run goes on on its host; the job says the console stopped following it

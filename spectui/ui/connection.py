@@ -73,7 +73,7 @@ class ConnectionWorker:
         """One host of several: its link, kept up; a failed first connection is that host's row (retried on its
         own), and a host key or passphrase it needs asks the operator, naming the host."""
         backoff = Backoff(RETRY_START_S, cap_s=RETRY_MAX_S)
-        while not self._quitting:
+        while not self.quitter.quitting:
             link = self._new_link(host.target)
             host.attach(link)
             try:

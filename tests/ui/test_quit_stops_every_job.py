@@ -10,7 +10,7 @@ from spectui.core.history import HistoryStore
 from spectui.core.live import HostLink, LinkState
 from spectui.core.profiles import ProfileLibrary
 from spectui.core.session import HostTarget
-from spectui.ui.quitting import Quitting
+from spectui.ui.controllers.quit import QuitController
 from tests.core.console.test_jobs import running
 
 
@@ -32,7 +32,7 @@ async def test_quitting_the_demo_stops_every_hosts_benchmark_first(tmp_path, mon
         console.link.state = LinkState.CLOSED
     app = SimpleNamespace(demo=True, keep=False, hosts=hosts, host=hosts[0], refresh_now=lambda: None,
                           notify=lambda *a, **k: None, again=SimpleNamespace(reopen="spectui demo"))
-    await Quitting._quit_hosts(app)
+    await QuitController(app)._quit_hosts()
     assert all(h.cancelled for h in handles.values())  # the host not shown too
     assert sorted((r["run_id"], r["state"]) for r in HistoryStore().runs()) == \
         [("run-gpu-a", "interrupted"), ("run-gpu-b", "interrupted")]

@@ -1,13 +1,11 @@
-"""Quitting: the demo stops its simulated servers (every host's), real hosts' servers keep running and the
-note says what runs where and which command re-adopts or stops them; every link is closed. Part of
-:class:`spectui.ui.app.SpectuiApp`."""
+"""Quitting (``q``): the demo stops its simulated servers (every host's), after every host's benchmark has stopped
+and saved what it measured; real hosts' servers keep running and the note says what runs where and which command
+re-adopts or stops them; every link is closed."""
 
 from __future__ import annotations
 
 import asyncio
 import logging
-
-from textual import work
 
 from spectui.agent.protocol import LIVE_STATES as LIVE, Method
 from spectui.core.console import HostConsole
@@ -17,35 +15,40 @@ from spectui.core.errors import (
     SpectuiError,
 )
 from spectui.core.servers import is_external
+from spectui.ui.controllers.base import Controller, worker
 
 
-class Quitting:
-    # --- quitting ---------------------------------------------------------------------------------------------------------------------------
-    async def action_quit(self) -> None:
-        self.quit_console()
+class QuitController(Controller):
+    """The console's end: once asked, whatever else is under way, it stops what the demo started, closes every link
+    and leaves the note the command line prints (the App's ``exit_note``)."""
 
-    def quit_console(self) -> None:
-        if self._quitting:
+    def __init__(self, app) -> None:
+        super().__init__(app)
+        self.quitting = False  # asked once: the connections stop reconnecting, a second q changes nothing
+
+    def request(self) -> None:
+        if self.quitting:
             return
-        self._quitting = True
+        self.quitting = True
         self._quit()
 
-    @work(group="quit", exit_on_error=False)
+    @worker(group="quit")
     async def _quit(self) -> None:
+        app = self.app
         link = self.link
         note = None
         try:
-            if self.replay is not None:
+            if app.replay is not None:
                 pass  # nothing ran: nothing to stop or to tell
-            elif len(self.hosts) > 1:
+            elif len(app.hosts) > 1:
                 note = await self._quit_hosts()
             elif link is not None and link.connected:
-                if self.demo and not self.keep:
-                    await self.host.stop_job()  # what it measured is saved before the servers go
-                    self.host.seat.take("stopping the demo servers")
-                    self.refresh_now()
+                if app.demo and not app.keep:
+                    await self.console.stop_job()  # what it measured is saved before the servers go
+                    self.console.seat.take("stopping the demo servers")
+                    self.refresh()
                     self.notify("Stopping the simulated servers…", timeout=30)
-                    await self.traffic.stop_for_quit()
+                    await app.traffic.stop_for_quit()
                     stopped = await link.stop_all()
                     names = [s["name"] for s in stopped]
                     note = ("spectui demo: stopped the simulated servers (" + ", ".join(names) + ")." if names
@@ -55,41 +58,42 @@ class Quitting:
                         note += f" Left running (spectui did not start them): {', '.join(others)}."
                 else:
                     live = [s for s in link.servers.values() if s.get("state") in LIVE]
-                    where = "the simulated host" if self.demo else link.target.label
+                    where = "the simulated host" if app.demo else link.target.label
                     if live:
                         desc = ", ".join(f"{s['name']} ({s['state']}, port {s.get('port')})" for s in live)
                         note = (f"spectui: the servers keep running on {where}: {desc}. "
-                                + f"`{self.again.reopen}` re-adopts them; `{self.again.stop}` stops them.")
+                                + f"`{app.again.reopen}` re-adopts them; `{app.again.stop}` stops them.")
                     else:
                         note = f"spectui: no server is running on {where}."
-                    job = self.bench.job
+                    job = self.console.bench_job
                     if job is not None and job.active and job.run_id:
-                        note += (f" The benchmark run {job.run_id} goes on there; `{self.again.collect}` saves it "
+                        note += (f" The benchmark run {job.run_id} goes on there; `{app.again.collect}` saves it "
                                  f"when it ends.")
-            elif self.demo and not self.keep and link is not None and link.servers:
+            elif app.demo and not app.keep and link is not None and link.servers:
                 note = ("spectui demo: not connected, so the simulated servers could not be stopped; "
-                        f"`{self.again.stop}` stops them.")
+                        f"`{app.again.stop}` stops them.")
         except (SpectuiError, OSError) as exc:
             note = f"spectui: while quitting: {exc}"
         finally:
-            recorded = self.recording.quit_note()
-            self.exit_note = " ".join(n for n in (note or self.exit_note, recorded) if n) or None
-            links = [h.link for h in self.hosts if h.link is not None and h.link is not link] + ([link] if link else [])
+            recorded = app.recording.quit_note()
+            app.exit_note = " ".join(n for n in (note or app.exit_note, recorded) if n) or None
+            links = [h.link for h in app.hosts if h.link is not None and h.link is not link] + ([link] if link else [])
             for each in links:
                 try:
                     await each.close()
                 except Exception:  # quitting goes on; the note above already says what is left running
                     logging.getLogger(__name__).warning("closing the connection while quitting failed", exc_info=True)
-            self.exit()
+            app.exit()
 
     async def _quit_hosts(self) -> str:
         """Quitting with several hosts: the demo stops its simulated servers on each host; on real hosts the servers
         keep running, and the note says what runs where."""
-        stopping = self.demo and not self.keep
+        app = self.app
+        stopping = app.demo and not app.keep
         if stopping:  # every host's benchmark first: what it measured is saved before the servers go
-            await asyncio.gather(*(h.stop_job() for h in self.hosts))
-            self.host.seat.take("stopping the demo servers")
-            self.refresh_now()
+            await asyncio.gather(*(h.stop_job() for h in app.hosts))
+            self.console.seat.take("stopping the demo servers")
+            self.refresh()
             self.notify("Stopping the simulated servers on every host…", timeout=30)
         async def one(host: HostConsole) -> str | None:
             link = host.link
@@ -109,7 +113,7 @@ class Quitting:
                                         + " keep running" if live else "no server running")
 
         # every host at once: a multi-node server's nodes stop together, as its ranks expect
-        notes = [n for n in await asyncio.gather(*(one(h) for h in self.hosts)) if n]
-        head = "spectui demo: " if self.demo else "spectui: "
-        tail = "" if stopping else f" `{self.again.reopen}` opens them again."
+        notes = [n for n in await asyncio.gather(*(one(h) for h in app.hosts)) if n]
+        head = "spectui demo: " if app.demo else "spectui: "
+        tail = "" if stopping else f" `{app.again.reopen}` opens them again."
         return head + "; ".join(notes) + "." + tail
