@@ -22,6 +22,8 @@ async def within(aw: Awaitable[T], timeout: float | None) -> T:
     try:
         done, _ = await asyncio.wait({fut}, timeout=timeout)
     except BaseException:
+        if fut.done() and not fut.cancelled():
+            fut.exception()  # retrieved: a failure that came as the caller was cancelled is not logged as lost
         fut.cancel()
         raise
     if not done:

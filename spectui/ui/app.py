@@ -18,8 +18,8 @@ from textual import on
 from textual.app import App
 from textual.screen import Screen
 
-from spectui.core.console import (AlertChanged, ConsoleEvent, HostConsole, JobNews, LinkNews, LogRead, Notice, SeatChanged,
-                                  SwitchOutcome)
+from spectui.core.console import (AlertChanged, ConsoleEvent, HostConsole, JobNews, LinkNews, LogRead, Notice,
+                                  SeatChanged, SwitchOutcome)
 from spectui.core.link_events import FrameReceived as FrameEvent
 from spectui.core.link_events import RttChanged as RttEvent
 from spectui.core.link_events import SessionOpened as SessionOpenedEvent
@@ -212,8 +212,10 @@ class SpectuiApp(ConnectionWorker, DashboardViews, RowSelection, ReplayKeys, Pal
         elif isinstance(event, JobNews):
             if event.ended:
                 self.bench.ended(event.job, console)
+            elif console is self.host and event.progress:
+                self.changed(BENCH_SHOWS)
             elif console is self.host:
-                self.changed(BENCH_SHOWS) if event.progress else self.refresh_now()
+                self.refresh_now()
             return
         if console is not self.host:  # another host's row; its GPUs where a multi-node profile shows them
             self.changed({"fleet", "gpus", "banner"} if isinstance(event, AlertChanged) else {"fleet", "gpus"})

@@ -69,7 +69,8 @@ def save_run(console: HostConsole, result: RunResult) -> str | None:
 
 
 async def run_bench(console: HostConsole, job: BenchJob) -> None:
-    """``b``: one run of ``job.preset`` against the ready server ``job.server``, followed across a dropped connection."""
+    """``b``: one run of ``job.preset`` against the ready server ``job.server``, followed across a dropped
+    connection."""
     from spectui.core.bench.presets import PresetError
     from spectui.core.bench.runs import start_run, watch_running
     session = console.link.session

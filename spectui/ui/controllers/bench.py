@@ -2,9 +2,9 @@
 
 :class:`BenchController` owns the marks and the progress of the session's runs; the job (one benchmark at a time
 per host, a :class:`~spectui.core.console.benchjob.BenchJob`) is the host's console's, holds that host's action seat
-for its whole run and stays with its host when another is shown; its loop (:mod:`spectui.core.console.jobs`) runs on
-that console and saves to the history, and the console's events (a ``JobNews``, a ``Notice``) reach the App. The bench API
-pauses the demo traffic while it measures and gives it back; the console keeps it paused (the
+for its whole run and stays with its host when another is shown; its loop (:mod:`spectui.core.console.jobs`) runs
+on that console and saves to the history, and the console's events (a ``JobNews``, a ``Notice``) reach the App.
+The bench API pauses the demo traffic while it measures and gives it back; the console keeps it paused (the
 ``t`` key and the reconnection both wait) until the benchmark ends. A server that another run
 measures (another console's, or ``spectui bench``'s) is refused by the host: the benchmark screen
 and a notification show the host's sentence naming that run.

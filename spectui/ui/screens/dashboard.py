@@ -6,6 +6,8 @@ Keys come from ``spectui.ui.keys.DASHBOARD``; each action asks the app or the co
 
 from __future__ import annotations
 
+import importlib
+
 from textual.app import ComposeResult
 from textual.containers import Horizontal, Vertical, VerticalScroll
 from textual.screen import Screen
@@ -256,8 +258,6 @@ OPENS: dict[str, str] = {  # the dashboard's keys that open a screen of their ow
 
 def _opener(where: str):
     def action(self) -> None:
-        import importlib
-
         module, name = where.split(":")
         self.app.push_screen(getattr(importlib.import_module(module), name)())
     return action
