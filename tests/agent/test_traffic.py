@@ -45,7 +45,7 @@ def traffic(server):
 
 def in_flight(sp):
     stats = sp.get_json("/sim/stats")
-    return stats["running"] + stats["waiting"]
+    return stats["in_flight"]
 
 
 def test_the_workload_varies_and_mostly_samples():

@@ -106,7 +106,7 @@ def traffic(agent):
 
 def idle(sp):
     stats = sp.get_json("/sim/stats")
-    return stats["running"] + stats["waiting"] == 0
+    return stats["in_flight"] == 0
 
 
 def finished_rids(sp):

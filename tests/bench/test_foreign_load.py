@@ -78,7 +78,7 @@ def server(tmp_path_factory):
 
 def idle(sp):
     stats = sp.get_json("/sim/stats")
-    return stats["running"] + stats["waiting"] == 0
+    return stats["in_flight"] == 0
 
 
 async def run_once(demo, server, **params):

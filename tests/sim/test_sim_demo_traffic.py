@@ -57,7 +57,7 @@ class FakeAgent(object):
 
 def in_flight(sp):
     stats = sp.get_json("/sim/stats")
-    return stats["running"] + stats["waiting"]
+    return stats["in_flight"]
 
 
 def window(sp, traffic):

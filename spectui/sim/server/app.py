@@ -187,7 +187,9 @@ class SimServer:
         ``--sim-slow-after``), ``rank_pids`` (this node's); ``nodes``: ``nnodes``, ``node_rank``,
         ``tp_per_node``, ``dist_init`` and the other nodes that ``joined`` (each its ``node_rank``,
         ``pid``, ``host``, ``rank_pids`` and ``state`` folder);
-        ``running``, ``waiting`` and ``max_in_flight`` (requests now, and the most at once);
+        ``running``, ``waiting``, ``in_flight`` (those and the batch whose prefill runs now: every request
+        the server holds, as SGLang counts one from its arrival to its end) and ``max_in_flight`` (the most
+        at once);
         ``counters``: since start, counted as the scheduler ran (see engine.scheduler.Counters):
         ``generated_tokens`` (= ``prefill_tokens`` + ``decode_tokens``), ``verify_calls`` and
         ``correct_drafts`` (per request and decode step), ``accept_length`` (decode tokens per
@@ -216,6 +218,7 @@ class SimServer:
             },
             "running": len(sched.running) if sched else 0,
             "waiting": len(sched.waiting) if sched else 0,
+            "in_flight": len(sched.in_flight()) if sched else 0,  # with the batch whose prefill runs now
             "max_in_flight": sched.max_in_flight if sched else 0,
             "counters": sched.counters.as_dict() if sched else None,
             "recent": list(sched.counters.recent) if sched else [],
