@@ -179,6 +179,10 @@ class Agent(object):
         self.pool.shutdown(wait=False)
 
 
+class Stopped(BaseException):
+    """SIGTERM or SIGHUP: raised in the main thread, whatever it was doing, so that it closes the agent."""
+
+
 def parse_args(argv):
     p = argparse.ArgumentParser(prog="spectui-agent")
     p.add_argument("--state", default=DEFAULT_STATE_DIR, help="host state folder")
@@ -189,8 +193,28 @@ def parse_args(argv):
     return p.parse_args(argv)
 
 
-def main(argv=None, stdin=None, stdout=None):
+def serve(agent, channel, stdin):
+    """Answer each request line of ``stdin`` until it ends (the console closed it) or the channel breaks."""
     import json
+
+    for raw in iter(stdin.readline, b""):
+        if channel.broken:
+            break
+        raw = raw.strip()
+        if not raw:
+            continue
+        try:
+            msg = json.loads(raw.decode("utf-8"))
+            if not isinstance(msg, dict):
+                raise ValueError("not an object")
+        except ValueError as exc:
+            log.warning("an unreadable request line (%s): %.200r", exc, raw)
+            channel.send({"type": "protocol_error", "message": "unreadable request line: %s" % exc})
+            continue
+        agent.handle(msg)
+
+
+def main(argv=None, stdin=None, stdout=None):
 
     args = parse_args(sys.argv[1:] if argv is None else argv)
     stdin = stdin if stdin is not None else sys.stdin.buffer
@@ -198,9 +222,13 @@ def main(argv=None, stdin=None, stdout=None):
     logged = agentlog.install(channel, args.log_level)
     agent = Agent(args, channel)
 
+    closing = []
+
     def on_signal(signum, frame):
-        agent.close()
-        os._exit(0)
+        # Unwind the main thread to its ``finally``, which closes the agent. Closing here, inside whatever the
+        # signal interrupted, would wait for ever on a lock that code holds (the pool's, in ``submit``).
+        if not closing:
+            raise Stopped(signum)
 
     for sig in (signal.SIGTERM, signal.SIGHUP):
         try:
@@ -208,26 +236,15 @@ def main(argv=None, stdin=None, stdout=None):
         except (ValueError, OSError):
             pass
 
-    channel.send(hello(bundle_hash()))
-    log.info("agent started: pid %d, Python %s, state %s%s", os.getpid(), sys.version.split()[0],
-             agent.state_dir, " (simulated host)" if agent.simulated else "")
     try:
-        for raw in iter(stdin.readline, b""):
-            if channel.broken:
-                break
-            raw = raw.strip()
-            if not raw:
-                continue
-            try:
-                msg = json.loads(raw.decode("utf-8"))
-                if not isinstance(msg, dict):
-                    raise ValueError("not an object")
-            except ValueError as exc:
-                log.warning("an unreadable request line (%s): %.200r", exc, raw)
-                channel.send({"type": "protocol_error", "message": "unreadable request line: %s" % exc})
-                continue
-            agent.handle(msg)
+        channel.send(hello(bundle_hash()))
+        log.info("agent started: pid %d, Python %s, state %s%s", os.getpid(), sys.version.split()[0],
+                 agent.state_dir, " (simulated host)" if agent.simulated else "")
+        serve(agent, channel, stdin)
+    except Stopped:
+        pass  # SIGTERM or SIGHUP: the agent closes as at the end of its input
     finally:
+        closing.append(True)
         agent.close()
         agentlog.uninstall(logged)
     return 0
