@@ -46,6 +46,7 @@ sys.path.insert(0, str(ROOT))
 
 from spectui.agent.protocol import Method  # noqa: E402
 from spectui.agent.servers.figures import HISTORY_S as AGENT_WINDOW_S  # noqa: E402
+from spectui.core.aio import within  # noqa: E402
 from spectui.core.live import FOUND_GRACE_S, HostLink  # noqa: E402
 from spectui.core.profiles import load_profiles  # noqa: E402
 from spectui.core.servers import ServerControl  # noqa: E402
@@ -232,23 +233,34 @@ async def soak(args) -> int:
 
 class Churn:
     """Stand-ins that appear every ``every`` seconds, in turn of :data:`CHURN_KINDS`; the oldest is
-    killed once more than ``keep`` run."""
+    killed once more than ``keep`` run. :meth:`stop` ends it between two steps, so that what it counts
+    started and ended are the processes that did."""
 
     def __init__(self, crowd: CrowdedHost, every: float, keep: int):
         self.crowd, self.every, self.keep = crowd, every, keep
         self.started: list[int] = []
         self.ended = 0
+        self._stopping = asyncio.Event()
 
     async def run(self) -> None:
         n = 0
-        while True:
+        while not self._stopping.is_set():
             stub = await asyncio.to_thread(self.crowd.spawn, CHURN_KINDS[n % len(CHURN_KINDS)])
             self.started.append(stub.pid)
             n += 1
             while len(self.crowd.stubs) > self.keep:
                 await asyncio.to_thread(self.crowd.kill, self.crowd.stubs[0])
                 self.ended += 1
-            await asyncio.sleep(self.every)
+            try:
+                await within(self._stopping.wait(), self.every)
+            except asyncio.TimeoutError:
+                pass
+
+    async def stop(self, task: asyncio.Task) -> None:
+        """End ``task`` (this churn's :meth:`run`) once its step under way is over: a spawn or kill cut
+        short would run on in its thread, uncounted."""
+        self._stopping.set()
+        await task
 
 
 async def watch_found(link: HostLink, every: float) -> None:
@@ -325,6 +337,7 @@ async def churn_soak(args) -> int:
                                  live_ports=lambda: [p for ports in crowd.ports.values() for p in ports] + [port],
                                  # and a watched one's log is open while it lives
                                  live_files=lambda: [stub.log for stub in list(crowd.stubs)] + [Path(tmp) / "steady.log"])
+            await churn.stop(churner)  # counted between two of its steps, not in the middle of one
             print(f"churn: {len(churn.started)} found servers appeared, {churn.ended} vanished; the foreign load "
                   f"got {crowd.foreign_stats()['tokens']} tokens")
             print(f"churn: the link holds {len(link.servers)} servers at the end (it forgets a vanished one after "
