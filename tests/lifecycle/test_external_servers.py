@@ -265,8 +265,10 @@ async def test_a_nohup_server_and_a_detached_one(state_dir, tmp_path):
     r, w = os.pipe()
     reader = subprocess.Popen(["cat"], stdin=r, stdout=subprocess.DEVNULL)
     # on GPUs of its own: two servers loading at once on the same GPUs fail as SGLang's do ("Not enough memory")
+    # SIGHUP as a plain start leaves it, also when these tests run under nohup: ignored, it would read as nohup
     detached = subprocess.Popen(server_argv(port_b, state_dir), stdin=subprocess.DEVNULL, stdout=w, stderr=w,
-                                env=dict(env, CUDA_VISIBLE_DEVICES="2,3"), start_new_session=True)
+                                env=dict(env, CUDA_VISIBLE_DEVICES="2,3"), start_new_session=True,
+                                preexec_fn=lambda: signal.signal(signal.SIGHUP, signal.SIG_DFL))
     os.close(r)
     os.close(w)
     leader_a = wait_until(lambda: leader_on(port_a), 20)
