@@ -41,15 +41,15 @@ import re
 import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
-
-import yaml
+from typing import TYPE_CHECKING, Any
 
 from spectui.core.alerts import AlertConfig
 from spectui.core.errors import SpectuiError
 from spectui.core.paths import settings_file
 from spectui.core.profiles.errors import ProfileError
-from spectui.core.profiles.yamlsource import YamlDocument, load_yaml, parse_yaml
+
+if TYPE_CHECKING:  # YAML loads only when there is a settings file to read or write
+    from spectui.core.profiles.yamlsource import YamlDocument
 
 TELEMETRY_HZ_MAX = 10.0
 
@@ -112,6 +112,8 @@ def load_settings(path: str | Path | None = None) -> Settings:
     settings = Settings(path=str(p))
     if not p.exists():
         return settings
+    from spectui.core.profiles.yamlsource import load_yaml
+
     try:
         doc = load_yaml(p)
     except ProfileError as exc:
@@ -158,6 +160,8 @@ _THEME_LINE = re.compile(r"theme[ \t]*:[ \t]*(?P<value>[^#\n]*?)[ \t]*(?P<commen
 
 def _scalar(text: str) -> str:
     """``text`` as a YAML scalar: plain when it reads back as itself, else double-quoted (JSON is YAML)."""
+    import yaml
+
     if _PLAIN.fullmatch(text) and yaml.safe_load(text) == text:
         return text
     return json.dumps(text)
@@ -170,6 +174,10 @@ def save_theme(theme: str, path: str | Path | None = None) -> Path:
     are kept. The ``theme:`` line is edited in place when that reads back right (comments stay);
     otherwise the whole map is written out again. A file that does not parse is left alone.
     """
+    import yaml
+
+    from spectui.core.profiles.yamlsource import load_yaml
+
     p = Path(path) if path is not None else settings_file()
     target = Path(os.path.realpath(p))  # a symlinked dotfile: write its target, keep the link
     data: dict = {}
@@ -209,6 +217,8 @@ def _edited(text: str, data: dict, theme: str, path: Path) -> str | None:
         candidate = "".join(lines)
     else:
         candidate = text + ("" if not text or text.endswith("\n") else "\n") + f"theme: {value}\n"
+    from spectui.core.profiles.yamlsource import parse_yaml
+
     try:
         reread = parse_yaml(candidate, path).data
     except ProfileError:

@@ -6,60 +6,28 @@ profiles that resolved and a list of every ``ProfileError`` found along the way.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Iterator
-from dataclasses import dataclass, field
+from collections.abc import Iterable
 from pathlib import Path
+from typing import TYPE_CHECKING
 
+from spectui.core.profiles import librarycache
 from spectui.core.profiles.discovery import ProfileLayer, default_layers, profile_files
-from spectui.core.profiles.errors import ProfileError, close_matches, did_you_mean
-from spectui.core.profiles.model import Profile
-from spectui.core.profiles.resolve import RawProfile, resolve_profiles
+from spectui.core.profiles.errors import ProfileError
+from spectui.core.profiles.model import Profile, ProfileLibrary
 from spectui.core.profiles.schema import NAME_RE
-from spectui.core.profiles.yamlsource import load_yaml
 
+if TYPE_CHECKING:
+    from spectui.core.profiles.resolve import RawProfile
 
-@dataclass
-class ProfileLibrary:
-    """The loaded profiles by name, plus every error found while loading them."""
-
-    profiles: dict[str, Profile] = field(default_factory=dict)
-    errors: list[ProfileError] = field(default_factory=list)
-    #: Profile name -> files of lower layers that this name overrides.
-    shadowed: dict[str, list[str]] = field(default_factory=dict)
-    #: Every file that was read.
-    files: list[str] = field(default_factory=list)
-
-    def get(self, name: str) -> Profile:
-        """The profile called ``name``; a ``ProfileError`` with close names if there is none."""
-        try:
-            return self.profiles[name]
-        except KeyError:
-            matches = close_matches(name, self.profiles)
-            raise ProfileError(
-                f"no profile named '{name}'" + did_you_mean(matches)
-                + ("" if matches else "; 'spectui profiles list' shows them"),
-                profile=name, suggestions=matches) from None
-
-    def names(self) -> list[str]:
-        return sorted(self.profiles)
-
-    def __iter__(self) -> Iterator[Profile]:
-        return iter(self.profiles[n] for n in self.names())
-
-    def __len__(self) -> int:
-        return len(self.profiles)
-
-    def __contains__(self, name: object) -> bool:
-        return name in self.profiles
-
-    @property
-    def ok(self) -> bool:
-        return not self.errors
+__all__ = ["ProfileLibrary", "expand_profile_paths", "load_profile", "load_profiles", "read_profile_file"]
 
 
 def read_profile_file(path: str | Path) -> tuple[RawProfile | None, list[ProfileError]]:
     """Parse and schema-check one file. The RawProfile is returned (marked invalid) even with
     schema errors, so profiles extending it can say so; it is None when the YAML is unreadable."""
+    from spectui.core.profiles.resolve import RawProfile
+    from spectui.core.profiles.yamlsource import load_yaml
+
     try:
         doc = load_yaml(path)
     except ProfileError as exc:
@@ -106,11 +74,23 @@ def load_profiles(
     are only those located in these files, so checking one file that extends a shipped profile
     is not drowned by problems elsewhere.
     """
+    default = layers is None and paths is None  # the library every console and command starts from: cached
     layers = default_layers() if layers is None else list(layers)
     groups: list[list[Path]] = [layer.files() for layer in layers]
     explicit = expand_profile_paths(paths) if paths is not None else None
     if explicit is not None:
         groups.append(explicit)
+    made_from = librarycache.key(groups) if default else None
+    library = librarycache.read(made_from)
+    if library is None:
+        library = _read_library(groups, explicit)
+        librarycache.write(made_from, library)
+    return library
+
+
+def _read_library(groups: list[list[Path]], explicit: list[Path] | None) -> ProfileLibrary:
+    """Read, check and resolve every file of ``groups`` (the last is ``explicit`` when given)."""
+    from spectui.core.profiles.resolve import resolve_profiles
 
     library = ProfileLibrary()
     raws: dict[str, RawProfile] = {}

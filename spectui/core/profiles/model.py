@@ -8,12 +8,15 @@ process that starts the server.
 
 from __future__ import annotations
 
-import hashlib
 import json
+from collections.abc import Iterator
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from spectui.core.profiles.secret_flags import REDACTED, redact_args
+
+if TYPE_CHECKING:
+    from spectui.core.profiles.errors import ProfileError
 
 DEFAULT_LAUNCHER: tuple[str, ...] = ("-m", "sglang.launch_server")
 DEFAULT_HOST = "127.0.0.1"
@@ -124,6 +127,8 @@ class Profile:
 
         Labels (description, tags) and provenance (source file, chain) do not change it.
         """
+        import hashlib  # OpenSSL's bindings load when a hash is first asked for, not with every profile
+
         canonical = json.dumps(
             self.launch_spec(), sort_keys=True, separators=(",", ":"), ensure_ascii=False
         )
@@ -202,3 +207,44 @@ class Profile:
     def __str__(self) -> str:
         algo = self.algorithm or "no speculation"
         return f"{self.name} ({self.model}, {algo})"
+
+
+@dataclass
+class ProfileLibrary:
+    """The loaded profiles by name, plus every error found while loading them."""
+
+    profiles: dict[str, Profile] = field(default_factory=dict)
+    errors: list[ProfileError] = field(default_factory=list)
+    #: Profile name -> files of lower layers that this name overrides.
+    shadowed: dict[str, list[str]] = field(default_factory=dict)
+    #: Every file that was read.
+    files: list[str] = field(default_factory=list)
+
+    def get(self, name: str) -> Profile:
+        """The profile called ``name``; a ``ProfileError`` with close names if there is none."""
+        try:
+            return self.profiles[name]
+        except KeyError:
+            from spectui.core.profiles.errors import ProfileError, close_matches, did_you_mean
+
+            matches = close_matches(name, self.profiles)
+            raise ProfileError(
+                f"no profile named '{name}'" + did_you_mean(matches)
+                + ("" if matches else "; 'spectui profiles list' shows them"),
+                profile=name, suggestions=matches) from None
+
+    def names(self) -> list[str]:
+        return sorted(self.profiles)
+
+    def __iter__(self) -> Iterator[Profile]:
+        return iter(self.profiles[n] for n in self.names())
+
+    def __len__(self) -> int:
+        return len(self.profiles)
+
+    def __contains__(self, name: object) -> bool:
+        return name in self.profiles
+
+    @property
+    def ok(self) -> bool:
+        return not self.errors

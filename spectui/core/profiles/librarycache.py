@@ -1,0 +1,101 @@
+"""A cache of the default profile library (the shipped and the user's profiles), so that a start reads one file
+instead of parsing and checking every profile: ``spectui demo`` and ``spectui connect`` show their first frame
+without loading the YAML reader and the schema checks.
+
+The cache is one pickle in the cache folder (``profiles/library.pickle`` under
+:func:`spectui.core.paths.user_cache_dir`), valid for exactly the files it was made from. Its key holds each
+profile file's path, size and CRC-32 of its bytes, in layer order; the path, size, modification time and inode
+of every module that reads profiles (a changed reader makes a new cache, as Python's compiled files do); and the
+Python version. Only a library without errors is kept; one with errors is read afresh each time, so its errors
+are always current. A cache that is missing, stale, unreadable, not the user's own, or writable by others is
+ignored; writing it is atomic and a failure to write is ignored.
+"""
+
+from __future__ import annotations
+
+import os
+import pickle
+import sys
+import tempfile
+import zlib
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from spectui.core.paths import user_cache_dir
+
+if TYPE_CHECKING:
+    from spectui.core.profiles.model import ProfileLibrary
+
+FORMAT = 1
+#: the modules whose code decides what a profile file loads as (``schema_errors`` and ``textsafe``: the messages)
+READERS = (Path(__file__).parent, Path(__file__).parent.parent / "schema_errors.py",
+           Path(__file__).parent.parent / "textsafe.py")
+
+
+def cache_file() -> Path:
+    return user_cache_dir() / "profiles" / "library.pickle"
+
+
+def _stamp(path: Path) -> tuple:
+    st = os.stat(path)
+    return str(path), st.st_size, st.st_mtime_ns, st.st_ino
+
+
+def _content(path: Path) -> tuple:
+    """A profile file by what it holds: an edit within the file system's timestamp granularity still counts."""
+    data = path.read_bytes()
+    return str(path), len(data), zlib.crc32(data)
+
+
+def _readers() -> list[Path]:
+    out: list[Path] = []
+    for p in READERS:
+        out.extend(sorted(p.glob("*.py")) if p.is_dir() else [p])
+    return out
+
+
+def key(groups: list[list[Path]]) -> tuple | None:
+    """What the library made from ``groups`` (each layer's files, in order) depends on; None when a file cannot be
+    read (the load then says why)."""
+    try:
+        return (FORMAT, sys.version_info[:3], tuple(_stamp(p) for p in _readers()),
+                tuple(tuple(_content(p) for p in files) for files in groups))
+    except OSError:
+        return None
+
+
+def read(wanted: tuple | None) -> ProfileLibrary | None:
+    """The cached library made from exactly ``wanted``; None when there is none."""
+    if wanted is None:
+        return None
+    path = cache_file()
+    try:
+        with open(path, "rb") as f:
+            st = os.fstat(f.fileno())
+            if st.st_uid != os.geteuid() or st.st_mode & 0o022:
+                return None  # only a cache this user wrote is unpickled
+            if pickle.load(f) != wanted:
+                return None
+            return pickle.load(f)
+    except Exception:  # noqa: BLE001 (missing, cut short or made by other code: made again)
+        return None
+
+
+def write(wanted: tuple | None, library: ProfileLibrary) -> None:
+    """Keep ``library`` as made from ``wanted`` (an error-free one only)."""
+    if wanted is None or not library.ok:
+        return
+    path = cache_file()
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        fd, tmp = tempfile.mkstemp(prefix=".library.", suffix=".tmp", dir=path.parent)
+        try:
+            with os.fdopen(fd, "wb") as f:
+                pickle.dump(wanted, f, protocol=pickle.HIGHEST_PROTOCOL)  # read first: a stale cache stops there
+                pickle.dump(library, f, protocol=pickle.HIGHEST_PROTOCOL)
+            os.replace(tmp, path)
+        except BaseException:
+            os.unlink(tmp)
+            raise
+    except OSError:
+        pass  # a read-only or full cache folder: the next start reads the profiles again
