@@ -21,6 +21,7 @@ import urllib.parse
 import urllib.request
 from importlib import resources
 
+import pytest
 from prometheus_client.parser import text_string_to_metric_families
 
 from tests.support import ports
@@ -102,6 +103,7 @@ def dashboard_queries() -> list[str]:
             for p in dash["panels"] for t in p["targets"]]
 
 
+@pytest.mark.timeout(900)  # its own waits bound it: a connection, two switches, the frames, two scrapes, the rule
 def test_prometheus_scrapes_the_exporter_reads_every_dashboard_query_and_fires_the_rule(tmp_path):
     prometheus = shutil.which("prometheus")
     assert prometheus, NEEDS
