@@ -7,6 +7,7 @@ options, the telemetry rate, the theme and the keymap (:mod:`spectui.core.settin
 from __future__ import annotations
 
 import argparse
+import gc
 import os
 import sys
 from pathlib import Path
@@ -184,6 +185,8 @@ def again_commands(args: argparse.Namespace):
 
 
 def run(args: argparse.Namespace) -> int:
+    # the start allocates much and frees little: the collector waits until the first frame (SpectuiApp.on_ready)
+    gc.disable()
     settings = host_settings(args, report=False)  # the console shows the settings' problems itself
     hz = telemetry_hz(args, settings)
     if not 0 <= hz <= TELEMETRY_HZ_MAX:

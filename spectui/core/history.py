@@ -33,20 +33,16 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from spectui.core.bench.runs import RunResult
-from spectui.core.bench.sglang_import import check_import_size
-from spectui.core.bench.table import (
-    FOREIGN_MARK,
-    OVERLAP_MARK,
-    comparison_csv,
-    render_comparison,
-    render_runs,
-    to_json,
-)
 from spectui.core.errors import SpectuiError
 from spectui.core.paths import user_data_dir
+
+if TYPE_CHECKING:
+    from spectui.core.bench.runs import RunResult
+
+# the benchmark modules (runs, tables, presets and their YAML) load where a run is saved, listed, exported or
+# imported: the console reads its profiles' earlier probes at start without them
 
 # The file's schema, kept in its header (``PRAGMA user_version``): 1 the first release's tables,
 # 2 with ``runs.overlapped_with``. A file with 0 is new, or was written before the version was kept
@@ -292,6 +288,8 @@ class HistoryStore:
 
     @staticmethod
     def _save_run(db: sqlite3.Connection, run: RunResult | dict, comparison_key: str | None = None) -> int:
+        from spectui.core.bench.runs import RunResult
+
         d = run.to_dict() if isinstance(run, RunResult) else dict(run)
         d.pop("id", None)
         if comparison_key:
@@ -465,6 +463,8 @@ class HistoryStore:
     def entries(self, limit: int | None = None) -> list[Entry]:
         """Runs, comparisons and probes, oldest first (the rows of ``history list``); those of one time,
         or of none (an sglang import keeps no start time), by kind and then by number (2 before 10)."""
+        from spectui.core.bench.table import FOREIGN_MARK, OVERLAP_MARK
+
         out = []
         refs = self.refs()
         with self._open() as db:
@@ -508,6 +508,8 @@ class HistoryStore:
     # --- export / import -----------------------------------------------------------------------------
     def export(self, ids: list[str] | None = None, fmt: str = "md") -> str:
         """Runs and comparisons in Markdown (pastes into an issue), CSV or JSON (``import_json`` reads it back)."""
+        from spectui.core.bench.table import comparison_csv, render_comparison, render_runs, to_json
+
         if fmt not in EXPORT_FORMATS:
             raise HistoryError(f"unknown export format {fmt!r}: choose md, csv or json")
         items = [self.probe(i) if _is_probe_id(i) else self.get(i) for i in ids] if ids else self.runs()
@@ -535,6 +537,8 @@ class HistoryStore:
 
     def import_json(self, text: str, source: str = "<json>") -> list[str]:
         """Save the runs and comparisons of a JSON export; returns their ids here."""
+        from spectui.core.bench.sglang_import import check_import_size
+
         check_import_size(text, source)
         try:
             doc = json.loads(text)

@@ -12,6 +12,7 @@ call on the shown host's console and a notification. The App's parts live beside
 
 from __future__ import annotations
 
+import gc
 from typing import TYPE_CHECKING
 
 from textual import on
@@ -157,6 +158,13 @@ class SpectuiApp(ConnectionWorker, DashboardViews, RowSelection, ReplayKeys, Pal
     def get_default_screen(self) -> Screen:
         self.dashboard = DashboardScreen()
         return self.dashboard
+
+    def on_ready(self) -> None:
+        """The first frame is on the terminal: the collector that ``spectui demo`` and ``connect`` held off while
+        the console started runs again, without walking what the start made (it lives as long as the console)."""
+        if not gc.isenabled():
+            gc.freeze()
+            gc.enable()
 
     def on_mount(self) -> None:
         self.user_settings.apply()  # and the panels' colours follow the theme from now on

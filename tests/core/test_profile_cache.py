@@ -12,9 +12,9 @@ import sys
 import textwrap
 from pathlib import Path
 
-from spectui.core.profiles import load_profiles, user_profile_dir
-from spectui.core.profiles.librarycache import cache_file, key
-from spectui.core.profiles.discovery import default_layers
+from spectui.core.profiles import librarycache, load_profiles, user_profile_dir
+from spectui.core.profiles.discovery import PROFILES_PATH_ENV, default_layers
+from spectui.core.profiles.librarycache import key
 from spectui.core.profiles.loader import _read_library
 
 START = """\
@@ -31,6 +31,10 @@ def start() -> dict:
     r = subprocess.run([sys.executable, "-c", START], capture_output=True, text=True, timeout=60, env=os.environ)
     assert r.returncode == 0, r.stderr
     return json.loads(r.stdout)
+
+
+def cache_file() -> Path:
+    return librarycache.cache_file([folder for layer in default_layers() for folder in layer.dirs])
 
 
 def same(a, b) -> None:
@@ -112,3 +116,17 @@ def test_an_unwritable_cache_folder_costs_nothing_but_the_cache(tmp_path, monkey
     blocked.write_text("a file where the cache folder would be")
     monkeypatch.setenv("SPECTUI_CACHE_DIR", str(blocked))
     assert load_profiles().ok and len(load_profiles()) >= 9
+
+
+def test_each_set_of_profile_folders_keeps_its_own_cache(tmp_path, monkeypatch):
+    """A command run with another SPECTUI_PROFILES_PATH does not replace the console's cache, nor read it."""
+    shipped = start()["names"]
+    assert not start()["yaml"]
+    other = tmp_path / "other"
+    other.mkdir()
+    (other / "tiny.yaml").write_text("name: tiny\nmodel: sim/tiny\n")
+    monkeypatch.setenv(PROFILES_PATH_ENV, str(other))
+    assert start()["names"] == ["tiny"] and not start()["yaml"]
+    monkeypatch.delenv(PROFILES_PATH_ENV)
+    again = start()
+    assert again["names"] == shipped and not again["yaml"]  # still cached

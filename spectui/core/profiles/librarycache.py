@@ -2,8 +2,9 @@
 instead of parsing and checking every profile: ``spectui demo`` and ``spectui connect`` show their first frame
 without loading the YAML reader and the schema checks.
 
-The cache is one pickle in the cache folder (``profiles/library.pickle`` under
-:func:`spectui.core.paths.user_cache_dir`), valid for exactly the files it was made from. Its key holds each
+The cache is a pickle in the cache folder (``profiles/library-*.pickle`` under
+:func:`spectui.core.paths.user_cache_dir`, one per set of profile folders), valid for exactly the files it was
+made from. Its key holds each
 profile file's path, size and CRC-32 of its bytes, in layer order; the path, size, modification time and inode
 of every module that reads profiles (a changed reader makes a new cache, as Python's compiled files do); and the
 Python version. Only a library without errors is kept; one with errors is read afresh each time, so its errors
@@ -32,8 +33,11 @@ READERS = (Path(__file__).parent, Path(__file__).parent.parent / "schema_errors.
            Path(__file__).parent.parent / "textsafe.py")
 
 
-def cache_file() -> Path:
-    return user_cache_dir() / "profiles" / "library.pickle"
+def cache_file(folders: list[Path]) -> Path:
+    """The cache of the library read from ``folders`` (each layer's, in order): one per set of folders, so that
+    a command run with another ``SPECTUI_PROFILES_PATH`` does not replace the console's."""
+    where = zlib.crc32("\0".join(str(f) for f in folders).encode("utf-8", "surrogateescape"))
+    return user_cache_dir() / "profiles" / f"library-{where:08x}.pickle"
 
 
 def _stamp(path: Path) -> tuple:
@@ -64,11 +68,11 @@ def key(groups: list[list[Path]]) -> tuple | None:
         return None
 
 
-def read(wanted: tuple | None) -> ProfileLibrary | None:
-    """The cached library made from exactly ``wanted``; None when there is none."""
+def read(folders: list[Path], wanted: tuple | None) -> ProfileLibrary | None:
+    """The cached library of ``folders`` made from exactly ``wanted``; None when there is none."""
     if wanted is None:
         return None
-    path = cache_file()
+    path = cache_file(folders)
     try:
         with open(path, "rb") as f:
             st = os.fstat(f.fileno())
@@ -81,11 +85,11 @@ def read(wanted: tuple | None) -> ProfileLibrary | None:
         return None
 
 
-def write(wanted: tuple | None, library: ProfileLibrary) -> None:
-    """Keep ``library`` as made from ``wanted`` (an error-free one only)."""
+def write(folders: list[Path], wanted: tuple | None, library: ProfileLibrary) -> None:
+    """Keep ``library`` as read from ``folders`` and made from ``wanted`` (an error-free one only)."""
     if wanted is None or not library.ok:
         return
-    path = cache_file()
+    path = cache_file(folders)
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
         fd, tmp = tempfile.mkstemp(prefix=".library.", suffix=".tmp", dir=path.parent)

@@ -80,11 +80,12 @@ def load_profiles(
     explicit = expand_profile_paths(paths) if paths is not None else None
     if explicit is not None:
         groups.append(explicit)
+    folders = [folder for layer in layers for folder in layer.dirs]
     made_from = librarycache.key(groups) if default else None
-    library = librarycache.read(made_from)
+    library = librarycache.read(folders, made_from)
     if library is None:
         library = _read_library(groups, explicit)
-        librarycache.write(made_from, library)
+        librarycache.write(folders, made_from, library)
     return library
 
 

@@ -26,7 +26,6 @@ from spectui.agent.protocol import ServerState
 from spectui.core.errors import ConnectError
 from spectui.core.profiles.argv import build_argv
 from spectui.core.profiles.errors import ProfileError
-from spectui.core.profiles.flags import located_error
 from spectui.core.profiles.model import Node, Profile
 from spectui.core.transport.ssh import parse_destination
 
@@ -131,6 +130,8 @@ def _node_flag(key: str) -> str | None:
 def _error(profile: Profile, fields: tuple[str, ...], message: str, *, at_key: bool = False) -> ProfileError:
     """An error at the first of ``fields`` written in the profile's own file (else the first)."""
     own = [f for f in fields if (loc := profile.location_of(f)) is not None and loc.path == profile.source]
+    from spectui.core.profiles.flags import located_error  # the flag parser loads when a profile is refused
+
     return located_error(profile, (own or list(fields))[0], message, at_key=at_key)
 
 
