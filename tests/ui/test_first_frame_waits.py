@@ -3,6 +3,7 @@ probes are read on a thread of their own."""
 
 from __future__ import annotations
 
+import gc
 import threading
 import time
 
@@ -28,3 +29,23 @@ async def test_a_slow_history_holds_up_neither_the_connection_nor_the_first_fram
         await wait_for(pilot, lambda: first in panel_text(app, "profiles"), 5, "the profiles' rows")
         assert not gave_up, "the console waited on the history before its first frame"
         gate.set()
+
+
+async def test_the_collector_held_off_for_the_start_runs_again_once_the_first_frame_is_shown(ui_env):
+    """``spectui demo`` and ``connect`` start with the collector off (spectui.cli.console.run); the console turns it
+    on at its first frame, with what the start made kept out of its generations. One the console did not turn off
+    (a test's, an embedding program's) it leaves as it is."""
+    frozen = gc.get_freeze_count()
+    gc.disable()
+    try:
+        app = make_app(ui_env)
+        async with app.run_test(size=SIZE) as pilot:
+            await wait_for(pilot, lambda: gc.isenabled(), 5, "the collector turned on again")
+            assert gc.get_freeze_count() > frozen
+    finally:
+        gc.enable()
+        gc.unfreeze()
+    app = make_app(ui_env)
+    async with app.run_test(size=SIZE) as pilot:
+        await connected(pilot, app)
+        assert gc.isenabled() and gc.get_freeze_count() == 0
