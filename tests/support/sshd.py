@@ -116,8 +116,9 @@ class LoopbackSshd:
     def start(self) -> "LoopbackSshd":
         sshd = find_sshd()
         Path("/run/sshd").mkdir(parents=True, exist_ok=True) if os.geteuid() == 0 else None
-        self.proc = subprocess.Popen([sshd, "-D", "-e", "-f", str(self.config)], stdin=subprocess.DEVNULL,
-                                     stderr=open(self.root / "sshd.log", "ab"), start_new_session=True)
+        with open(self.root / "sshd.log", "ab") as log:  # sshd holds its own copy of the descriptor
+            self.proc = subprocess.Popen([sshd, "-D", "-e", "-f", str(self.config)], stdin=subprocess.DEVNULL,
+                                         stderr=log, start_new_session=True)
         deadline = time.monotonic() + 10
         while time.monotonic() < deadline:
             if self.proc.poll() is not None:
