@@ -23,8 +23,11 @@ SPECTUI = shutil.which("spectui")
 TMUX = shutil.which("tmux")
 ACCEPT = re.compile(r"accept length (\d+\.\d\d)")
 GLANCE = re.compile(r"kimi-eagle3 ready\s+accept (\d+\.\d\d)")   # the glance row (80x24, 100x30)
-GLANCE_L_STAR = re.compile(r"[<≥] L\* \d+\.\d\d (measured|predicted)|L\* – \(a baseline run or the probe")
-GLANCE_TOK_S = re.compile(r"tok/s \d+\.\d per stream \(\d+ s\)")
+# the glance row wraps where its line is longer than the terminal (an accept length from the decode log line names
+# that source, "(Decode log line)", and pushes L*'s words onto the next line): any run of spaces may be a line break
+GLANCE_L_STAR = re.compile(r"[<≥]\s+L\*\s+\d+\.\d\d\s+(measured|predicted)"
+                           r"|L\*\s+–\s+\(a\s+baseline\s+run\s+or\s+the\s+probe")
+GLANCE_TOK_S = re.compile(r"tok/s\s+\d+\.\d\s+per\s+stream\s+\(\d+\s+s\)")
 
 
 class Tmux:
