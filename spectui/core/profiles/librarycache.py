@@ -4,12 +4,12 @@ without loading the YAML reader and the schema checks.
 
 The cache is a pickle in the cache folder (``profiles/library-*.pickle`` under
 :func:`spectui.core.paths.user_cache_dir`, one per set of profile folders), valid for exactly the files it was
-made from. Its key holds each
-profile file's path, size and CRC-32 of its bytes, in layer order; the path, size, modification time and inode
-of every module that reads profiles (a changed reader makes a new cache, as Python's compiled files do); and the
-Python version. Only a library without errors is kept; one with errors is read afresh each time, so its errors
-are always current. A cache that is missing, stale, unreadable, not the user's own, or writable by others is
-ignored; writing it is atomic and a failure to write is ignored.
+made from. Its key holds each profile file's path, size and CRC-32 of its bytes, in layer order; the path, size,
+modification time and inode of every module that reads profiles (a changed reader makes a new cache, as Python's
+compiled files do); and the Python version. Only a library without errors is kept; one with errors is read afresh
+each time, so its errors are always current. The cache holds what the profiles hold, secrets included, so it is
+written readable by its owner only. A cache that is missing, stale, unreadable, not the user's own, or writable
+by others is ignored; writing it is atomic and a failure to write is ignored.
 """
 
 from __future__ import annotations
