@@ -215,7 +215,6 @@ def serve(agent, channel, stdin):
 
 
 def main(argv=None, stdin=None, stdout=None):
-
     args = parse_args(sys.argv[1:] if argv is None else argv)
     stdin = stdin if stdin is not None else sys.stdin.buffer
     channel = Channel(stdout)

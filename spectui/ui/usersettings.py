@@ -55,13 +55,14 @@ class SettingsInConsole:
         self.app.draw_styles = Styles.from_variables(self.app.get_css_variables())
 
     def _theme_changed(self, theme: str) -> None:
-        self.theme_changed(theme)
+        """A theme the user picked: saved, and the panels' colours follow it."""
+        self._save_theme(theme)
         self._read_styles()
         app = self.app
         if app.dashboard is not None and app.link is not None:
             app.dashboard.show(app.build_views(), force=True)
 
-    def theme_changed(self, theme: str) -> None:
+    def _save_theme(self, theme: str) -> None:
         """Save a theme the user picked (read-modify-write: the file's other keys stay)."""
         if self.settings is None or theme == self._saved_theme:
             return
