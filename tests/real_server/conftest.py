@@ -71,6 +71,11 @@ def unnice() -> None:
             os.setpriority(os.PRIO_PROCESS, 0, 0)
     except OSError:
         return
+    if DRIVER_PID:
+        try:
+            os.setpriority(os.PRIO_PROCESS, DRIVER_PID, 0)
+        except OSError:
+            pass  # it ended
     for rec in TIER_STATE.glob("servers/*.json") if TIER_STATE else ():
         try:
             pgid = int(json.loads(rec.read_text()).get("pgid") or 0)
@@ -97,6 +102,8 @@ def quiet():
 
 #: The tier's host state folder (its servers' records), once the ``tier`` fixture made it.
 TIER_STATE: Path | None = None
+#: The process of the tier's ``BenchServing``, once started.
+DRIVER_PID = 0
 
 
 @dataclass
@@ -110,6 +117,7 @@ class Tier:
     state: Path
     home: Path
     started: dict = field(default_factory=dict)  # the shared server's ``servers start --json`` reply
+    bench_serving: "BenchServing | None" = None  # SGLang's own benchmark, one interpreter for the tier
 
     def env(self) -> dict:
         env = dict(os.environ, HOME=str(self.home), SPECTUI_PROFILES_PATH=str(self.profiles),
@@ -159,9 +167,67 @@ def real_server(tier):
         r = tier.cli("servers", "start", NAME, "--json", timeout=rs.READY_TIMEOUT_S + 60)
         assert r.returncode == 0, "the real server did not start: " + r.stdout[-3000:] + r.stderr[-3000:]
         tier.started = dict(json.loads(r.stdout), wall_s=time.monotonic() - t0, port=port)
+        tier.bench_serving = BenchServing(tier.python, tier.root)
         yield tier
     finally:  # also when its start failed or timed out: nothing of the tier is left running
+        if tier.bench_serving is not None:
+            tier.bench_serving.close()
         tier.cli("servers", "stop", "--yes", timeout=180)
+
+
+#: ``python -m sglang.bench_serving`` run again and again in one interpreter: its own ``cli_main`` (the module's
+#: ``__main__``, sglang 0.5.23 wheel, sglang/bench_serving.py:23-24) on each argv read from stdin, so that the
+#: torch import (a minute on a busy 2-core machine) is paid once and the two tools' runs follow each other closely.
+DRIVER = """
+import json, sys, warnings
+warnings.simplefilter("ignore")
+from sglang.bench_serving import cli_main
+for line in sys.stdin:
+    sys.argv = ["sglang.bench_serving"] + json.loads(line)
+    try:
+        cli_main()
+        code = 0
+    except SystemExit as exc:
+        code = exc.code if isinstance(exc.code, int) else 1
+    except Exception as exc:
+        print("bench_serving failed: %r" % (exc,), flush=True)
+        code = 1
+    print("@@done %d" % code, flush=True)
+"""
+
+
+class BenchServing:
+    """SGLang's benchmark in the real-SGLang venv, one run per :meth:`run`."""
+
+    def __init__(self, python: str, cwd):
+        """Started with the tier's server and left to import (niced, beside the suite) while the tier's other tests
+        run: its first :meth:`run` comes after the quiet, which then holds only the runs themselves."""
+        self.proc = subprocess.Popen([python, "-u", "-c", DRIVER], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                                     stderr=subprocess.STDOUT, text=True, cwd=str(cwd),
+                                     env=dict(os.environ, **rs.CPU_ENV))
+        global DRIVER_PID
+        DRIVER_PID = self.proc.pid
+
+    def run(self, argv: list[str]) -> str:
+        """Run it with ``argv``; its output. Raises AssertionError with that output when it fails."""
+        self.proc.stdin.write(json.dumps(argv) + "\n")
+        self.proc.stdin.flush()
+        out = []
+        for line in self.proc.stdout:
+            if line.startswith("@@done "):
+                assert line.split()[1] == "0", "".join(out)[-3000:]
+                return "".join(out)
+            out.append(line)
+        raise AssertionError("bench_serving's interpreter ended: " + "".join(out)[-3000:])
+
+    def close(self) -> None:
+        self.proc.stdin.close()
+        try:
+            self.proc.wait(30)
+        except subprocess.TimeoutExpired:
+            self.proc.kill()
+            self.proc.wait(10)
+
 
 
 @dataclass

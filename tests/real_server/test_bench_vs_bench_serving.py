@@ -10,8 +10,8 @@ sglang/benchmark/datasets/sharegpt.py:127-131), one warm-up request and a ``/flu
 requests on both sides (bench_serving's ``--flush-cache``, serving.py:1516-1523). One bench_serving run first, not
 counted: the server's first batches at this concurrency are slower (a first measured run read 171 tok/s against
 about 400 in the runs after it), and that cost falls on neither tool. Then the two tools run alternately, A/B then
-B/A, five rounds, bench_serving's runs in one interpreter (``DRIVER``) so that they follow spectui's within
-seconds: a change in the shared machine's speed falls on both runs of a round. Per run: output tok/s, the median
+B/A, five rounds, bench_serving's runs in one interpreter (``conftest.BenchServing``, started with the tier's
+server, so that its imports are done before the quiet) so that they follow spectui's within seconds: a change in the shared machine's speed falls on both runs of a round. Per run: output tok/s, the median
 TTFT and the mean TPOT; per round, spectui's figure over bench_serving's; the median of these ratios over the
 rounds is within 15% of 1 (a ratio of two runs seconds apart, not of medians taken over minutes in which the
 machine's speed may change).
@@ -26,15 +26,12 @@ so for a speculative server, whose chunks are verify steps.
 from __future__ import annotations
 
 import json
-import os
 import random
 import statistics
-import subprocess
 
 import pytest
 
-from tests.real_server.conftest import NAME
-from tests.support import real_sglang as rs
+from tests.real_server.conftest import NAME, BenchServing
 
 pytestmark = pytest.mark.xdist_group("real_server")
 
@@ -81,56 +78,6 @@ def spectui_run(tier, preset) -> dict:
             "itl_ms": s["itl_ms"]["mean"], "output_tokens": s["output_tokens"], "input_tokens": s["prompt_tokens"]}
 
 
-#: ``python -m sglang.bench_serving`` run again and again in one interpreter: its own ``cli_main`` (the module's
-#: ``__main__``, sglang 0.5.23 wheel, sglang/bench_serving.py:23-24) on each argv read from stdin, so that the
-#: torch import (a minute on a busy 2-core machine) is paid once and the two tools' runs follow each other closely.
-DRIVER = """
-import json, sys, warnings
-warnings.simplefilter("ignore")
-from sglang.bench_serving import cli_main
-for line in sys.stdin:
-    sys.argv = ["sglang.bench_serving"] + json.loads(line)
-    try:
-        cli_main()
-        code = 0
-    except SystemExit as exc:
-        code = exc.code if isinstance(exc.code, int) else 1
-    except Exception as exc:
-        print("bench_serving failed: %r" % (exc,), flush=True)
-        code = 1
-    print("@@done %d" % code, flush=True)
-"""
-
-
-class BenchServing:
-    """SGLang's benchmark in the real-SGLang venv, one run per :meth:`run`."""
-
-    def __init__(self, python: str, cwd):
-        self.proc = subprocess.Popen([python, "-u", "-c", DRIVER], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
-                                     stderr=subprocess.STDOUT, text=True, cwd=str(cwd),
-                                     env=dict(os.environ, **rs.CPU_ENV))
-
-    def run(self, argv: list[str]) -> str:
-        """Run it with ``argv``; its output. Raises AssertionError with that output when it fails."""
-        self.proc.stdin.write(json.dumps(argv) + "\n")
-        self.proc.stdin.flush()
-        out = []
-        for line in self.proc.stdout:
-            if line.startswith("@@done "):
-                assert line.split()[1] == "0", "".join(out)[-3000:]
-                return "".join(out)
-            out.append(line)
-        raise AssertionError("bench_serving's interpreter ended: " + "".join(out)[-3000:])
-
-    def close(self) -> None:
-        self.proc.stdin.close()
-        try:
-            self.proc.wait(30)
-        except subprocess.TimeoutExpired:
-            self.proc.kill()
-            self.proc.wait(10)
-
-
 def bench_serving_run(bs: BenchServing, tier, port: int, dataset, out_file) -> dict:
     """``sglang.bench_serving --backend sglang`` with the same prompts and load: output tok/s, median TTFT, mean
     TPOT and mean ITL (ms), tokens."""
@@ -151,20 +98,17 @@ def alternate(tier, folder, rounds: int = ROUNDS):
     """A/B, B/A, A/B...: ``(spectui runs, bench_serving runs)``."""
     dataset = sharegpt_file(folder / "sharegpt.json", PROMPTS + WARMUP)
     preset = preset_file(folder / "real-cmp.yaml", dataset)
-    bs = BenchServing(tier.python, folder)
+    bs = tier.bench_serving  # started with the tier's server: its imports are done before the quiet
     a, b = [], []
-    try:
-        bench_serving_run(bs, tier, tier.started["port"], dataset, folder / "bench_serving_warm.jsonl")
-        for i in range(rounds):  # A B, B A, A B, ...: a drift in the machine's speed falls on both evenly
-            order = ("a", "b") if i % 2 == 0 else ("b", "a")
-            for side in order:
-                if side == "a":
-                    a.append(spectui_run(tier, preset))
-                else:
-                    b.append(bench_serving_run(bs, tier, tier.started["port"], dataset,
-                                               folder / ("bench_serving_%d.jsonl" % i)))
-    finally:
-        bs.close()
+    bench_serving_run(bs, tier, tier.started["port"], dataset, folder / "bench_serving_warm.jsonl")
+    for i in range(rounds):  # A B, B A, A B, ...: a drift in the machine's speed falls on both evenly
+        order = ("a", "b") if i % 2 == 0 else ("b", "a")
+        for side in order:
+            if side == "a":
+                a.append(spectui_run(tier, preset))
+            else:
+                b.append(bench_serving_run(bs, tier, tier.started["port"], dataset,
+                                           folder / ("bench_serving_%d.jsonl" % i)))
     return a, b
 
 
