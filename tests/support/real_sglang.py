@@ -8,6 +8,7 @@ SPECTUI_REAL_SGLANG_PYTHON. Without that variable (a developer machine) the scri
 
 from __future__ import annotations
 
+import fcntl
 import functools
 import json
 import os
@@ -27,7 +28,40 @@ REAL_VERSION = "0.5.23"
 
 
 def _probe(python: str) -> str | None:
-    """Why ``python`` cannot serve as the real-SGLang interpreter, or None."""
+    """Why ``python`` cannot serve as the real-SGLang interpreter, or None. Importing SGLang's server arguments takes
+    seconds of CPU (torch on the way): a venv found good is stamped, and each test process (every pytest worker,
+    the real tier) reads the stamp while the wheel's files are those it was made for (:func:`_stamp_key`)."""
+    venv = Path(python).parent.parent
+    key = _stamp_key(venv)
+    stamp = venv / ".spectui-probed.json"
+    try:
+        lock = open(venv / ".spectui-probe.lock", "a")
+    except OSError:  # a venv this user cannot write to: probed each time
+        return _import_probe(python)
+    with lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)  # the processes that start together wait for the first one's probe
+        try:
+            if key is not None and json.loads(stamp.read_text()) == {"python": python, "key": key}:
+                return None
+        except (OSError, ValueError):
+            pass
+        problem = _import_probe(python)
+        if problem is None and key is not None:
+            stamp.write_text(json.dumps({"python": python, "key": key}))
+        return problem
+
+
+def _stamp_key(venv: Path) -> list | None:
+    """What a probe's verdict holds for: the size and time of the wheel's server-arguments module and of its
+    metadata folder (a reinstall or another version changes them); None when the venv has no such files."""
+    found = sorted(venv.glob("lib/python*/site-packages/sglang/srt/server_args.py")) + sorted(
+        venv.glob(f"lib/python*/site-packages/sglang-{REAL_VERSION}.dist-info/RECORD"))
+    if len(found) != 2:
+        return None
+    return [[str(f), f.stat().st_size, f.stat().st_mtime_ns] for f in found]
+
+
+def _import_probe(python: str) -> str | None:
     try:
         r = subprocess.run([python, "-c", "import importlib.metadata as m, sglang.srt.server_args; "
                             "print(m.version('sglang'))"], capture_output=True, text=True, timeout=300)
