@@ -4,8 +4,8 @@ import json
 from pathlib import Path
 from types import SimpleNamespace
 
-from tests.support.schedule import (RECORD_FLOOR_S, CpuRecorder, DurationRecorder, busy_seconds, longest_first,
-                                    recorded_durations, unsuffixed)
+from tests.support.schedule import (REAL_SGLANG_GROUP, RECORD_FLOOR_S, CpuRecorder, DurationRecorder, busy_seconds,
+                                    longest_first, module_group, recorded_durations, unsuffixed)
 
 
 def item(nodeid):
@@ -82,3 +82,17 @@ def test_recording_durations_or_cpu_in_a_parallel_run_is_refused(tmp_path):
                             "-p", "tests.support.schedule", *option, str(tmp_path)], capture_output=True, text=True,
                            timeout=120, cwd=str(Path(__file__).resolve().parents[1]))
         assert r.returncode != 0 and "run it serially" in r.stdout + r.stderr, (option, r.stdout + r.stderr)
+
+
+def test_the_tests_that_run_real_sglang_share_one_group_and_module_fixtures_keep_their_module():
+    def fixture(scope):
+        return [SimpleNamespace(scope=scope)]
+
+    def test(nodeid, names, scopes):
+        info = SimpleNamespace(names_closure=names, name2fixturedefs={n: fixture(s) for n, s in zip(names, scopes)})
+        return SimpleNamespace(nodeid=nodeid, _fixtureinfo=info)
+
+    real = test("tests/a.py::test_x", ["real_sglang_python", "commands"], ["session", "module"])
+    served = test("tests/b.py::test_y", ["server"], ["module"])
+    plain = test("tests/c.py::test_z", ["tmp_path"], ["function"])
+    assert [module_group(t) for t in (real, served, plain)] == [REAL_SGLANG_GROUP, "tests/b.py", None]

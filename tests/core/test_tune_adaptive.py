@@ -7,7 +7,6 @@ real-SGLang venv) and checks how it routes batch sizes.
 from __future__ import annotations
 
 import json
-import subprocess
 
 import pytest
 
@@ -15,6 +14,8 @@ from spectui.core.probe.predict import StepCosts
 from spectui.core.tune import MeasuredRun, SpecSetting, StepPoint, predict_table, propose_adaptive_config
 from spectui.core.tune.adaptive import adaptive_flag_problem
 from spectui.core.tune.variants import DEFAULT_ADAPTIVE_STEPS
+
+from tests.support import real_sglang as rs
 
 # A cheap all-reduce (5 per forward): decode 5 x 0.2 = 1.0 ms; latency 0.2 + 0.02 per token above 1
 # (2: .22, 3: .24, 4: .26, 8: .34, 16: .50, beyond 16 along the last segment: 32 tokens -> .82).
@@ -83,8 +84,7 @@ def test_real_sglang_reads_the_proposed_config(real_sglang_python, tmp_path):
     p = propose_adaptive_config(table())
     path = tmp_path / "adaptive.json"
     path.write_text(p.to_json())
-    r = subprocess.run([real_sglang_python, "-c", REAL, str(path), str(p.num_steps)], capture_output=True,
-                       text=True, timeout=300)
+    r = rs.run_real(real_sglang_python, ["-c", REAL, str(path), str(p.num_steps)], timeout=300)
     assert r.returncode == 0, r.stderr[-2000:]
     out = json.loads(r.stdout.strip().splitlines()[-1])
     assert out["union"] == [0, 1, 2, 3, 4, 5, 6, 7, 8]

@@ -12,7 +12,6 @@ accepts (sglang/srt/utils/network.py:600).
 from __future__ import annotations
 
 import json
-import subprocess
 
 import pytest
 import yaml
@@ -22,6 +21,8 @@ from spectui.cli.main import main
 from spectui.core.profiles import load_profile, load_profiles
 from spectui.core.profiles.multinode import node_argv
 from spectui.core.profiles.render import option_groups
+
+from tests.support import real_sglang as rs
 from tests.support.schedulers import lws_node_commands, run_script
 
 pytestmark = pytest.mark.timeout(1200)
@@ -46,7 +47,7 @@ def host_parser(python: str, argvs: list[list[str]]) -> list[dict]:
     """The verdicts of the parser machinery ``spectui profiles check`` runs on a host."""
     [source] = [text for name, text in own_sources().items() if name.rpartition(".")[2] == "sglang_argparse"]
     request = {"commands": [{"items": option_groups(a)} for a in argvs]}
-    r = subprocess.run([python, "-c", source], input=json.dumps(request), capture_output=True, text=True, timeout=600)
+    r = rs.run_real(python, ["-c", source], input=json.dumps(request))
     assert r.returncode == 0, r.stderr[-2000:]
     answer = json.loads(r.stdout)
     assert answer["imported"] is True and answer["version"] == "0.5.23"
@@ -54,7 +55,7 @@ def host_parser(python: str, argvs: list[list[str]]) -> list[dict]:
 
 
 def oracle(python: str, argvs: list[list[str]]) -> list[dict]:
-    r = subprocess.run([python, "-c", ORACLE], input=json.dumps(argvs), capture_output=True, text=True, timeout=600)
+    r = rs.run_real(python, ["-c", ORACLE], input=json.dumps(argvs))
     assert r.returncode == 0, r.stderr[-2000:]
     return json.loads(r.stdout.strip().splitlines()[-1])
 

@@ -18,6 +18,8 @@ from spectui.agent.bootstrap import own_sources
 from spectui.core.profiles import load_profiles, parse_help_flags
 from spectui.core.profiles.flags import argv_verdict
 
+from tests.support import real_sglang as rs
+
 from .launch_commands import load_commands
 
 pytestmark = pytest.mark.timeout(3600)
@@ -64,15 +66,15 @@ def commands():
 
 @pytest.fixture(scope="module")
 def oracle(real_sglang_python, commands):
-    r = subprocess.run([real_sglang_python, "-c", ORACLE], input=json.dumps({c["id"]: c["argv"] for c in commands}),
-                       capture_output=True, text=True, timeout=600, check=True)
+    r = rs.run_real(real_sglang_python, ["-c", ORACLE], input=json.dumps({c["id"]: c["argv"] for c in commands}))
+    assert r.returncode == 0, r.stderr[-2000:]
     return json.loads(r.stdout.strip().splitlines()[-1])
 
 
 @pytest.fixture(scope="module")
 def real_help(real_sglang_python):
-    r = subprocess.run([real_sglang_python, "-m", "sglang.launch_server", "--help"], capture_output=True, text=True,
-                       timeout=600, env={"COLUMNS": "100", "PATH": "/usr/bin:/bin"})
+    r = rs.run_real(real_sglang_python, ["-m", "sglang.launch_server", "--help"],
+                    env={"COLUMNS": "100", "PATH": "/usr/bin:/bin"})
     assert r.returncode == 0, r.stderr[-2000:]
     return r.stdout
 
@@ -91,8 +93,7 @@ def _argv_items(argv):
 @pytest.fixture(scope="module")
 def host_parser_answer(real_sglang_python, commands):
     request = {"commands": [{"items": _argv_items(c["argv"])} for c in commands]}
-    r = subprocess.run([real_sglang_python, "-c", own_sources()["servers.sglang_argparse"]], input=json.dumps(request),
-                       capture_output=True, text=True, timeout=600)
+    r = rs.run_real(real_sglang_python, ["-c", own_sources()["servers.sglang_argparse"]], input=json.dumps(request))
     assert r.returncode == 0, r.stderr[-2000:]
     return json.loads(r.stdout)
 

@@ -15,7 +15,6 @@ import io
 import json
 import os
 import re
-import subprocess
 
 import pytest
 
@@ -27,6 +26,7 @@ from spectui.sim.server.cli import build_parser, parse_args
 from spectui.sim.server.config import resolve
 
 from tests.sim.simproc import ROOT
+from tests.support import real_sglang as rs
 from tests.support.wheels import release_tree, wheel_cache
 
 pytestmark = pytest.mark.timeout(600)  # the first use of a release downloads its wheel
@@ -221,8 +221,7 @@ def test_sim_parser_parses_as_the_real_0_5_23_parser(real_sglang_python):
         ["--port", "1"],
     ]
     env = {k: v for k, v in os.environ.items() if not k.startswith("SGLANG_")}
-    r = subprocess.run([real_sglang_python, "-c", REAL_PARSE], input=json.dumps(cases), capture_output=True, text=True,
-                       env=env, timeout=300)
+    r = rs.run_real(real_sglang_python, ["-c", REAL_PARSE], input=json.dumps(cases), env=env, timeout=300)
     assert r.returncode == 0, r.stderr[-3000:]
     real = json.loads(r.stdout.strip().splitlines()[-1])
     assert real["version"] == REAL_VERSION
@@ -236,8 +235,7 @@ def test_recorded_0_5_23_table_is_what_the_real_parser_builds(tmp_path, real_sgl
     script = __import__("importlib.util").util.module_from_spec(spec)
     spec.loader.exec_module(script)
     env = {k: v for k, v in os.environ.items() if not k.startswith("SGLANG_")}
-    r = subprocess.run([real_sglang_python, "-c", script.DUMP, str(tmp_path)], capture_output=True, text=True, env=env,
-                       timeout=300)
+    r = rs.run_real(real_sglang_python, ["-c", script.DUMP, str(tmp_path)], env=env, timeout=300)
     assert r.returncode == 0, r.stderr[-3000:]
     live = json.loads(r.stdout.strip().splitlines()[-1])
     assert live["actions"] == flag_table.load_table(REAL_VERSION)["actions"]

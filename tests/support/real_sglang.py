@@ -8,6 +8,7 @@ SPECTUI_REAL_SGLANG_PYTHON. Without that variable (a developer machine) the scri
 
 from __future__ import annotations
 
+import atexit
 import fcntl
 import functools
 import json
@@ -18,9 +19,12 @@ import time
 import urllib.error
 import urllib.request
 from pathlib import Path
-from typing import Dict, List, Optional
+from typing import TYPE_CHECKING, Dict, List, Optional
 
 import pytest
+
+if TYPE_CHECKING:
+    from tests.support.warm_python import WarmPython
 
 ROOT = Path(__file__).resolve().parents[2]  # the repository
 PYTHON_ENV = "SPECTUI_REAL_SGLANG_PYTHON"
@@ -97,6 +101,26 @@ def real_sglang_python() -> str:
         return venv_python()
     except RuntimeError as exc:
         pytest.fail(str(exc))
+
+
+#: The warm interpreters of this process (tests/support/warm_python.py), by the venv's Python.
+_WARM: Dict[str, "WarmPython"] = {}
+
+
+def run_real(python: str, args: List[str], *, input: Optional[str] = None, env: Optional[Dict[str, str]] = None,
+             cwd: Optional[str] = None, timeout: float = 600) -> subprocess.CompletedProcess:
+    """``subprocess.run([python, *args], capture_output=True, text=True, ...)`` in the real-SGLang venv, answered by
+    a fork of one interpreter of this process that has imported SGLang's server arguments (``WarmPython``): the
+    same run, without the seconds of CPU each fresh import of SGLang and torch costs. ``env`` None: this process's
+    environment, as for ``subprocess.run``."""
+    from tests.support.warm_python import WarmPython
+
+    warm = _WARM.get(python)
+    if warm is None:
+        base = {k: v for k, v in os.environ.items() if not k.startswith("SGLANG_")}
+        warm = _WARM[python] = WarmPython(python, ["sglang.srt.server_args"], env=base)
+        atexit.register(warm.close)
+    return warm.run(args, input=input, env=dict(os.environ) if env is None else env, cwd=cwd, timeout=timeout)
 
 
 # --- the real server on this CPU -------------------------------------------------------------------------

@@ -82,10 +82,19 @@ def serial_only(config, what: str) -> None:
         raise pytest.UsageError(what + ": run it serially (-p no:xdist), not with -n")
 
 
+#: The group of the tests that run the real-SGLang venv's Python (the ``real_sglang_python`` fixture): they share
+#: one worker, and with it one warm interpreter that has imported SGLang (tests/support/real_sglang.py
+#: ``run_real``), instead of each worker paying that import.
+REAL_SGLANG_GROUP = "real_sglang"
+
+
 def module_group(item):
-    """The module's name when the test uses a module-scoped fixture (a server, a built wheel): under
-    ``--dist loadgroup`` its module's tests then run on one worker, which sets the fixture up once."""
+    """Under ``--dist loadgroup``, the tests of one group run on one worker: :data:`REAL_SGLANG_GROUP` for a test
+    that runs the real-SGLang venv; else the module's name when the test uses a module-scoped fixture (a server, a
+    built wheel), which that worker then sets up once."""
     info = getattr(item, "_fixtureinfo", None)
+    if info is not None and "real_sglang_python" in info.names_closure:
+        return REAL_SGLANG_GROUP
     defs = info.name2fixturedefs.values() if info is not None else ()
     if any(d and d[-1].scope == "module" for d in defs):
         return item.nodeid.split("::", 1)[0]
