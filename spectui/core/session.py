@@ -10,7 +10,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
-from spectui.core.agent_bundle import build_bundle
+from spectui.core.agent_bundle import AgentBundle, build_bundle
 from spectui.core.backoff import Backoff
 from spectui.core.errors import AuthFailed, HostKeyError, KeyPassphraseNeeded, SpectuiError
 from spectui.core.logsetup import agent_level
@@ -61,6 +61,12 @@ class HostTarget:
             return self.python
         return "python3" if self.kind == "ssh" else sys.executable
 
+    def bundle(self) -> AgentBundle:
+        """The agent's bundle for this host: an agent on this machine gets its modules compiled by this Python
+        (it runs them when its own Python is of the same version, and compiles the sources otherwise); one over
+        SSH gets the sources only (the host's Python is its own, and the payload crosses the network)."""
+        return build_bundle(compiled=self.kind != "ssh")
+
     def server_python(self, profile_python: str | None) -> str | None:
         """The interpreter a server of a profile runs under on this host: the profile's own ``python``, else the
         host's ``--python`` (an SGLang venv given for the host serves every profile that names none), else None
@@ -88,7 +94,7 @@ def start_agent_early(target: HostTarget) -> None:
     opens on it later in this process: the agent starts while the caller goes on (the console loads its code).
     Nothing for a host over SSH."""
     if target.kind in ("demo", "local"):
-        start_early(build_bundle(), target.host_python(), target.agent_args())
+        start_early(target.bundle(), target.host_python(), target.agent_args())
 
 
 @dataclass
@@ -116,7 +122,7 @@ async def open_session(target: HostTarget, *, handshake_timeout: float = 30.0, k
     log.info("connecting to %s (%s)", target.label, target.kind)
     await transport.connect()
     try:
-        bundle = build_bundle()
+        bundle = target.bundle()
         python = target.host_python()
         log.debug("starting the agent on %s with %s %s", transport.destination, python, target.agent_args())
         pipe = await transport.start_agent(bundle, python, target.agent_args())

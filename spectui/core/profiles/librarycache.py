@@ -17,12 +17,12 @@ from __future__ import annotations
 import os
 import pickle
 import sys
-import tempfile
 import zlib
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 from spectui.core.paths import user_cache_dir
+from spectui.core.privatecache import open_private, write_private
 
 if TYPE_CHECKING:
     from spectui.core.profiles.model import ProfileLibrary
@@ -72,34 +72,25 @@ def read(folders: list[Path], wanted: tuple | None) -> ProfileLibrary | None:
     """The cached library of ``folders`` made from exactly ``wanted``; None when there is none."""
     if wanted is None:
         return None
-    path = cache_file(folders)
-    try:
-        with open(path, "rb") as f:
-            st = os.fstat(f.fileno())
-            if st.st_uid != os.geteuid() or st.st_mode & 0o022:
-                return None  # only a cache this user wrote is unpickled
+    with open_private(cache_file(folders)) as f:  # only a cache this user wrote is unpickled
+        if f is None:
+            return None
+        try:
             if pickle.load(f) != wanted:
                 return None
             return pickle.load(f)
-    except Exception:  # noqa: BLE001 (missing, cut short or made by other code: made again)
-        return None
+        except Exception:  # noqa: BLE001 (cut short or made by other code: made again)
+            return None
 
 
 def write(folders: list[Path], wanted: tuple | None, library: ProfileLibrary) -> None:
-    """Keep ``library`` as read from ``folders`` and made from ``wanted`` (an error-free one only)."""
+    """Keep ``library`` as read from ``folders`` and made from ``wanted`` (an error-free one only); a read-only or
+    full cache folder keeps nothing, and the next start reads the profiles again."""
     if wanted is None or not library.ok:
         return
-    path = cache_file(folders)
-    try:
-        path.parent.mkdir(parents=True, exist_ok=True)
-        fd, tmp = tempfile.mkstemp(prefix=".library.", suffix=".tmp", dir=path.parent)
-        try:
-            with os.fdopen(fd, "wb") as f:
-                pickle.dump(wanted, f, protocol=pickle.HIGHEST_PROTOCOL)  # read first: a stale cache stops there
-                pickle.dump(library, f, protocol=pickle.HIGHEST_PROTOCOL)
-            os.replace(tmp, path)
-        except BaseException:
-            os.unlink(tmp)
-            raise
-    except OSError:
-        pass  # a read-only or full cache folder: the next start reads the profiles again
+
+    def dump(f) -> None:
+        pickle.dump(wanted, f, protocol=pickle.HIGHEST_PROTOCOL)  # read first: a stale cache stops there
+        pickle.dump(library, f, protocol=pickle.HIGHEST_PROTOCOL)
+
+    write_private(cache_file(folders), dump)
