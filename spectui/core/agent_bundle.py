@@ -3,7 +3,9 @@
 Nothing is written on the host: the remote command is a short bootstrap
 (``python3 -c '...exec(sys.stdin.buffer.read(N))' ARGS``) and the first N bytes on its
 stdin are the payload, which installs the modules as package ``spectui_agent`` from memory
-and runs it (see ``spectui/agent/bootstrap.py``). The protocol follows on the same stdin.
+and runs it (see ``spectui/agent/bootstrap.py``). The protocol follows on the same stdin. An agent on this
+machine (the demo, ``local``) also gets the modules compiled by this Python, kept in the cache folder: it runs
+them instead of compiling each module it imports, when its Python's compiled files have the same format.
 """
 
 from __future__ import annotations
