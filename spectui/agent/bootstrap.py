@@ -39,9 +39,9 @@ sys.modules[PKG] = _pkg
 _PACKAGES = set(_n.rsplit(".", 1)[0] for _n in SOURCES if "." in _n)
 _CODE = {}
 if CODE and CODE[0] == importlib.util.MAGIC_NUMBER.hex():
-    import base64, marshal
+    import base64, marshal, zlib
     try:
-        _CODE = marshal.loads(base64.b64decode(CODE[1]))
+        _CODE = marshal.loads(zlib.decompress(base64.b64decode(CODE[1])))
     except Exception:
         _CODE = {}
 
@@ -50,15 +50,13 @@ class _BundleLoader(object):
         return None
     def exec_module(self, module):
         short = module.__name__[len(PKG) + 1:]
-        path = "<spectui-agent>/%%s.py" %% (short.replace(".", "/") + ("/__init__" if short in _PACKAGES else ""))
         compiled = _CODE.get(short)
         if compiled is not None:
-            import _imp, marshal
-            code = marshal.loads(compiled)
-            _imp._fix_co_filename(code, path)  # as importlib names code read from a compiled file
-            exec(code, module.__dict__)
+            import marshal
+            exec(marshal.loads(compiled), module.__dict__)
             return
-        exec(compile(SOURCES[short], path, "exec"), module.__dict__)
+        path = short.replace(".", "/") + ("/__init__" if short in _PACKAGES else "")
+        exec(compile(SOURCES[short], "<spectui-agent>/%%s.py" %% path, "exec"), module.__dict__)
 
 class _BundleFinder(object):
     def find_spec(self, name, path=None, target=None):
@@ -80,10 +78,28 @@ def bundle_hash(sources):
 
 
 def make_payload(sources, entry="main", code=None):
-    """The bytes a host Python executes: the loader, the modules, and which one to run. ``code``: the magic number
-    of the Python that compiled some of the modules, and their marshalled code by name, marshalled and in base64 (``spectui.core.agent_bundle.compiled_modules``); the loader runs that code instead of compiling
-    those sources, but only on a Python whose compiled files have the same format (the same magic number)."""
+    """The bytes a host Python executes: the loader, the modules, and which one to run. ``code``: the modules
+    compiled (:func:`compiled_code`), which the loader runs instead of compiling each source, but only on a Python
+    whose compiled files have the same format (the same magic number); any other compiles the sources."""
     return (_LOADER % {"pkg": PACKAGE, "sources": sources, "entry": entry, "code": code or ()}).encode("utf-8")
+
+
+def module_filename(short, sources):
+    """The file name the loader gives module ``short`` of ``sources`` (in tracebacks and compiled code)."""
+    packages = set(n.rsplit(".", 1)[0] for n in sources if "." in n)
+    return "<spectui-agent>/%s.py" % (short.replace(".", "/") + ("/__init__" if short in packages else ""))
+
+
+def compiled_code(sources):
+    """Every module of ``sources`` compiled by this Python, as the loader takes it: this Python's magic number and
+    the modules' code, marshalled, compressed and in base64 (a plain string in the payload's source)."""
+    import base64
+    import importlib.util
+    import marshal
+    import zlib
+
+    code = dict((n, marshal.dumps(compile(text, module_filename(n, sources), "exec"))) for n, text in sources.items())
+    return (importlib.util.MAGIC_NUMBER.hex(), base64.b64encode(zlib.compress(marshal.dumps(code), 6)).decode("ascii"))
 
 
 def bootstrap_code(payload_len):

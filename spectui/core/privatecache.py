@@ -1,5 +1,5 @@
-"""Files of spectui's cache that hold what runs as code when read, or secrets (the pickled profile library): written
-whole and owner-only, read only when they are this user's own and nobody else may write them."""
+"""Files of spectui's cache that hold code or secrets (a pickled profile library, the agent's compiled modules):
+written whole and owner-only, read only when they are this user's own and nobody else may write them."""
 
 from __future__ import annotations
 
