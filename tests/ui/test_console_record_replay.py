@@ -4,7 +4,9 @@ and acts on nothing."""
 
 from __future__ import annotations
 
+import asyncio
 import dataclasses
+import time
 
 from spectui.core.recording import read_recording
 from spectui.core.replay import ReplayLink
@@ -32,9 +34,25 @@ async def test_a_recorded_session_replays_in_the_console_read_only(ui_env):
         await wait_for(pilot, lambda: "fired up" in "\n".join(app.host.logs.tail("beta").tail(40)), 20, "the log tail")
         await pilot.pause(1.5)
         await app.link.session.client.call("traffic.stop")
+        link = app.link
+        close = link.close
+        late = []
+
+        async def close_after_a_frame():  # a frame that arrives while the console quits is recorded as well
+            before = link.gpu
+            deadline = time.monotonic() + 10
+            while link.gpu is before and time.monotonic() < deadline:
+                await asyncio.sleep(0.02)
+            late.append(link.gpu is not before)
+            await close()
+
+        link.close = close_after_a_frame
         app.quit_console()
-        await wait_for(pilot, lambda: app.exit_note is not None and "recorded to" in app.exit_note, 60, "quitting")
+        await wait_for(pilot, lambda: late and app.exit_note is not None and "recorded to" in app.exit_note, 60,
+                       "quitting")
+    assert late == [True]  # a GPU frame came in after the servers were stopped, before the link closed
     live_last = bare(app.link.series["beta"].latest)
+    live_gpu = bare(app.link.gpu)
     assert f"`spectui replay {path}` plays it" in app.exit_note
 
     rec = read_recording(path)
@@ -50,6 +68,7 @@ async def test_a_recorded_session_replays_in_the_console_read_only(ui_env):
         await wait_for(pilot, lambda: replay.at_end, 60, "the end of the recording")
         await pilot.pause(0.5)
         assert bare(app2.link.series["beta"].latest) == live_last  # the last frame, as it was received live
+        assert bare(app2.link.gpu) == live_gpu  # the last GPU frame too, received while the console quit
         banner = panel_text(app2, "banner")
         assert "■ end 60x" in banner and "━" * 20 in banner
         # the panels follow the recorded server, as live

@@ -141,8 +141,12 @@ async def test_plus_and_minus_change_the_live_telemetry_rate_shown_in_the_header
         await pilot.press("plus", "plus", "plus")
         await wait_for(pilot, lambda: notified(app, "GPU telemetry: 10 Hz"), 5, "the agent's answer")
         assert app.link.gpu_interval_s == 0.1 and "GPU 10 Hz" in panel_text(app, "header")
-        fast = await frames_in(pilot, app, 2.0)
-        assert slow <= 3 and fast >= 12, (slow, fast)
+        # at 10 Hz twenty frames are due in 2 s; a machine starved for a moment (another test importing torch)
+        # delays the agent's samples, so up to three windows are counted: a rate still at 1 Hz gives 2 or 3 in each
+        counts = []
+        while len(counts) < 3 and (not counts or counts[-1] < 12):
+            counts.append(await frames_in(pilot, app, 2.0))
+        assert slow <= 3 and max(counts) >= 12, (slow, counts)
         await pilot.press("plus")
         await wait_for(pilot, lambda: notified(app, "the fastest offered"), 5, "the end of the range")
         await pilot.press("minus")

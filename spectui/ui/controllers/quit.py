@@ -75,14 +75,15 @@ class QuitController(Controller):
         except (SpectuiError, OSError) as exc:
             note = f"spectui: while quitting: {exc}"
         finally:
-            recorded = app.recording.quit_note()
-            app.exit_note = " ".join(n for n in (note or app.exit_note, recorded) if n) or None
             links = [h.link for h in app.hosts if h.link is not None and h.link is not link] + ([link] if link else [])
             for each in links:
                 try:
                     await each.close()
-                except Exception:  # quitting goes on; the note above already says what is left running
+                except Exception:  # quitting goes on; the note below already says what is left running
                     logging.getLogger(__name__).warning("closing the connection while quitting failed", exc_info=True)
+            # the recording ends once no link can receive more: a frame that came in while quitting is in it too
+            recorded = app.recording.quit_note()
+            app.exit_note = " ".join(n for n in (note or app.exit_note, recorded) if n) or None
             app.exit()
 
     async def _quit_hosts(self) -> str:
