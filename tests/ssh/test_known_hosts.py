@@ -114,7 +114,7 @@ def test_unreadable_known_hosts_is_one_sentence_naming_it(tmp_path, content, exp
 
 def transport(sshd, known_hosts=None, config=None, **kw) -> SshTransport:
     o = SshOptions(config_file=str(config or sshd.ssh_config), identity_files=[str(sshd.client_key)],
-                   known_hosts=None if known_hosts is None else str(known_hosts), connect_timeout=5, **kw)
+                   known_hosts=None if known_hosts is None else str(known_hosts), **kw)
     return SshTransport(sshd.dest, o)
 
 
@@ -203,8 +203,7 @@ async def test_proxy_jump_from_the_config_is_checked_against_the_given_known_hos
                    f"  ProxyJump jumpbox\n"
                    f"Host jumpbox\n  HostName 127.0.0.1\n  Port {sshd.port}\n  User {sshd.user}\n")
     kh = tmp_path / "known_hosts"
-    o = SshOptions(config_file=str(cfg), identity_files=[str(sshd.client_key)], known_hosts=str(kh),
-                   connect_timeout=5)
+    o = SshOptions(config_file=str(cfg), identity_files=[str(sshd.client_key)], known_hosts=str(kh))
     kh.write_text("")
     with pytest.raises(HostKeyUnknown):
         await connects(SshTransport("gpu-box", o))

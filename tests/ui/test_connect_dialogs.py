@@ -20,7 +20,7 @@ pytestmark = pytest.mark.sshd
 
 def ssh_target(sshd, ui_env, *, identity=None, known_hosts=None, dest=None):
     opts = SshOptions(config_file=str(sshd.ssh_config), identity_files=[str(identity or sshd.client_key)],
-                      known_hosts=str(known_hosts or (ui_env.tmp / "known_hosts")), connect_timeout=5)
+                      known_hosts=str(known_hosts or (ui_env.tmp / "known_hosts")))
     return HostTarget(kind="ssh", destination=dest or sshd.dest, ssh=opts, python=sys.executable, simulated=True,
                       state_dir=str(ui_env.state))
 

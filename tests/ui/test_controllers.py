@@ -164,3 +164,22 @@ async def test_a_switch_and_a_restart_go_through_the_same_stages(ui_env):
         server = panel_text(app, "server")
         for stage in ("starting", "loading", "ready", "total"):
             assert stage in server, server
+
+
+async def test_a_restart_confirmed_while_another_action_took_the_seat_says_it_was_refused(ui_env):
+    """The seat is taken between the question and the answer (a benchmark began meanwhile): the answer is refused
+    in one sentence naming what holds the seat, and nothing is started."""
+    app = make_app(ui_env)
+    async with app.run_test(size=SIZE) as pilot:
+        await connected(pilot, app)
+        await pilot.press("1")
+        await wait_for(pilot, lambda: server_state(app, "alpha") == "ready" and app.busy is None, 60, "alpha ready")
+        pid = app.link.servers["alpha"]["pid"]
+        await pilot.press("r")
+        await wait_for(pilot, lambda: isinstance(app.screen, ConfirmScreen), 10, "the confirmation")
+        assert app.host.seat.take("benchmarking alpha")
+        await pilot.press("y")
+        await wait_for(pilot, lambda: notified(app, "Restart refused"), 10, "the refusal")
+        assert notified(app, "Restart refused") == ["Restart refused. Wait: benchmarking alpha."]
+        assert app.busy == "benchmarking alpha" and app.link.servers["alpha"]["pid"] == pid
+        app.host.seat.release()

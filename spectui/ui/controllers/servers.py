@@ -420,9 +420,6 @@ class ServersController(Controller):
         """Start ``profile``'s server on ``console``'s host with ``act(link)`` (its answer, or None when it started
         nothing), one action at a time: the server panel's clock and stages run meanwhile, and the outcome is kept
         with that host and said. ``highlight``: move the highlight to the profile's row first (that host shown)."""
-        if console.link is None or console.seat.holder:
-            return
-
         async def run() -> None:
             if highlight:
                 self._highlight(console, profile.name)
@@ -533,11 +530,16 @@ class ServersController(Controller):
                          refused: str | None = None, timeout: float = 15, starting: str | None = None) -> None:
         """Run ``act`` holding ``console``'s host's action seat (``starting``: the server it starts); an error is
         said in one notification."""
+        refusal = console.refusal()  # taken, or disconnected, since the action was asked for (a confirmation)
         try:
-            await console.seat.run(doing, act, starting=starting)
+            if refusal is None and await console.seat.run(doing, act, starting=starting):
+                return
         except (SpectuiError, OSError) as exc:
             if refused is None or not self.app.bench.notify_benchmarked(exc, refused):
                 self.notify(str(exc), severity="error", timeout=timeout)
+            return
+        refusal = refusal or console.refusal() or "Wait: the host is busy."
+        self.notify(f"{refused}. {refusal}" if refused else refusal, severity="warning")
 
     # --- A: adopt -------------------------------------------------------------------------------------------
     def request_adopt(self) -> None:
