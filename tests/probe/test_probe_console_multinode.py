@@ -15,7 +15,7 @@ from spectui.ui.controllers.probe import ProbeController
 from spectui.ui.fleet import FleetHost
 from spectui.ui.screens.fleet import FleetScreen
 from tests.support.sshd import free_port
-from tests.ui.support import kill_recorded_servers, wait_for
+from tests.ui.support import kill_recorded_servers, notified, wait_for
 
 TWONODE = "twonode-kimi-eagle3"
 SIZE = (160, 50)
@@ -35,9 +35,6 @@ def console_env(tmp_path, monkeypatch):
     for host in ("host-1", "host-2"):
         kill_recorded_servers(tmp_path / host)
 
-
-def notified(app, text):
-    return any(text in n.message for n in app._notifications)
 
 
 @pytest.mark.timeout(180)

@@ -106,6 +106,16 @@ def test_memory_held_by_another_server_is_not_available(sim_server):
     assert fourth.get("/health")[0] == 200
 
 
+def claim_files(state):
+    """Every GPU claim, one per file (the inline ranks' all carry the leader's pid), as a GPU reader reads them:
+    not the hidden temporary file a claim is being written to before it replaces the old one."""
+    out = []
+    for f in sorted((state / "sim" / "procs").glob("*.json")):
+        if not f.name.startswith("."):
+            out.append(json.loads(f.read_text()))
+    return out
+
+
 def test_inline_ranks_report_the_same_gpu_usage_from_the_leader_alone(sim_server):
     """``SPECTUI_SIM_RANKS=inline``: no process per rank, the same memory, names and utilization on the same
     GPUs, each in the leader's name; a clean stop frees them at once."""
@@ -116,8 +126,7 @@ def test_inline_ranks_report_the_same_gpu_usage_from_the_leader_alone(sim_server
     assert inline.get_json("/sim/stats")["rank_pids"] == []
 
     def usage(sp):
-        files = sorted((sp.state / "sim" / "procs").glob("*.json"))
-        return sorted((c["gpu"], c["name"], c["memory_mib"]) for c in map(lambda f: json.loads(f.read_text()), files))
+        return sorted((c["gpu"], c["name"], c["memory_mib"]) for c in claim_files(sp.state))
 
     # the rank processes write their claims themselves: on a loaded machine a moment after the leader is ready
     assert wait_for(lambda: usage(inline) == usage(procs), timeout=10), (usage(inline), usage(procs))
@@ -130,7 +139,7 @@ def test_inline_ranks_report_the_same_gpu_usage_from_the_leader_alone(sim_server
 
     worker = threading.Thread(target=load, args=(inline,), daemon=True)
     worker.start()
-    files = lambda: [json.loads(f.read_text()) for f in (inline.state / "sim" / "procs").glob("*.json")]  # noqa: E731
+    files = lambda: claim_files(inline.state)  # noqa: E731
     # the 600 tokens keep the decode loop busy for several seconds: the claims show it while they run
     busy = []
 
@@ -143,4 +152,4 @@ def test_inline_ranks_report_the_same_gpu_usage_from_the_leader_alone(sim_server
     assert wait_for(lambda: all(c["util"] < 0.2 for c in files()), timeout=10)
     os.killpg(inline.pgid, signal.SIGTERM)
     assert inline.proc.wait(10) == 0
-    assert list((inline.state / "sim" / "procs").glob("*.json")) == []  # a clean exit frees the memory at once
+    assert claim_files(inline.state) == []  # a clean exit frees the memory at once

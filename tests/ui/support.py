@@ -50,6 +50,16 @@ EAGLE = {"speculative-algorithm": "EAGLE3", "speculative-draft-model-path": "sim
          "speculative-num-steps": 3, "speculative-eagle-topk": 1, "speculative-num-draft-tokens": 4}
 
 
+def said(app, text: str = "") -> list[str]:
+    """Every notification of the session that contains ``text``, oldest first, from the console's own log of them
+    (``n``'s screen): kept after its toast times out, which on a loaded machine can be before a test looks."""
+    return [n.message for n in app.notification_log if text in n.message]
+
+
+def notified(app, text: str) -> bool:
+    return bool(said(app, text))
+
+
 async def wait_for(pilot, cond, timeout: float = 30.0, what: str = "condition", step: float = 0.1):
     deadline = time.monotonic() + timeout
     while True:

@@ -14,7 +14,7 @@ from spectui.ui.app import SpectuiApp
 from spectui.ui.screens.bench import BenchScreen
 from spectui.ui.screens.confirm import ConfirmScreen
 from spectui.ui.screens.picker import PresetPicker
-from tests.ui.support import connected, panel_text, server_state, wait_for, write_kimi_profile, write_preset
+from tests.ui.support import connected, notified, panel_text, server_state, wait_for, write_kimi_profile, write_preset
 
 SIZE = (120, 40)
 pytestmark = pytest.mark.timeout(240)
@@ -32,9 +32,6 @@ def bench_env(ui_env):
                  warmup=1, repeats=1, seed=3)
     return ui_env
 
-
-def notified(app, text):
-    return any(text in n.message for n in app._notifications)
 
 
 async def pick(pilot, app, name):
@@ -263,7 +260,7 @@ async def test_b_on_a_server_another_console_benchmarks_shows_the_hosts_refusal(
                                           f"(preset elsewhere, started ")
             assert job.message.endswith("or pass --allow-overlap to measure both at once.")
             assert any(n.title == "Benchmark refused" and n.severity == "warning" and n.message == job.message
-                       for n in app._notifications)
+                       for n in app.notification_log)
             assert isinstance(app.screen, BenchScreen) and job.message in app.screen.progress_plain
             assert app.busy is None and not app.bench.measuring() and HistoryStore().runs() == []
             assert (await busy.cancel()).state == "interrupted"

@@ -26,7 +26,7 @@ from spectui.ui.app import SpectuiApp
 from spectui.ui.screens.confirm import ConfirmScreen
 from tests.support.procs import group_pids
 from tests.support.sshd import free_port
-from tests.ui.support import EAGLE, connected, panel_text, server_state, wait_for, write_profile
+from tests.ui.support import EAGLE, connected, notified, panel_text, server_state, wait_for, write_profile
 
 SIZE = (130, 44)
 ACCEPT_LENGTH = "accept length "
@@ -130,9 +130,6 @@ def process_rows(screen):
     rows = [line.split() for entry in screen.lines for line in entry.splitlines()]
     return [r for r in rows if r and r[0].isdigit()]
 
-
-def notified(app, text):
-    return any(text in n.message for n in app._notifications)
 
 
 @pytest.mark.rank_processes  # it counts the server's processes, one per TP rank

@@ -16,7 +16,7 @@ from spectui.core.transport.ssh import SshOptions
 from spectui.ui.app import SpectuiApp
 from spectui.ui.screens.fleet import FleetScreen
 from tests.support.sshd import free_port
-from tests.ui.support import kill_recorded_servers, panel_text, server_state, wait_for
+from tests.ui.support import kill_recorded_servers, panel_text, said, server_state, wait_for
 from tests.ui.test_console_pilot import SIZE
 
 
@@ -195,8 +195,8 @@ async def test_a_multi_node_profile_starts_on_every_node_serves_from_rank_0_and_
                                               for g in h.link.gpu.gpus[:2]), 20, "each node's GPUs held by its ranks")
             # b benchmarks it on rank 0's host, as any ready server
             from spectui.ui.screens.bench import BenchScreen
-            from tests.ui.test_console_bench import pick
             from tests.ui.support import write_preset
+            from tests.ui.test_console_bench import pick
 
             write_preset(ui_env.tmp / "config" / "presets", "tiny", dataset="reasoning", input_len=24,
                          output_len=16, num_prompts=2, concurrency=1, warmup=0, repeats=1, seed=3)
@@ -241,13 +241,6 @@ async def test_a_node_that_fails_stops_every_node_and_says_which(ui_env):
     try:
         async with app.run_test(size=SIZE) as pilot:
             await first_host_dashboard(pilot, app)
-            told, notify = [], app.notify  # every notification, as raised: a slow machine outlasts one's timeout
-
-            def kept(message, **kw):
-                told.append(message)
-                return notify(message, **kw)
-
-            app.notify = kept
             await pilot.press(str([p.name for p in app.profiles].index("duo") + 1))
             await wait_for(pilot, lambda: isinstance(app.screen, ConfirmScreen), 20, "the confirmation")
             await pilot.press("y")
@@ -260,8 +253,8 @@ async def test_a_node_that_fails_stops_every_node_and_says_which(ui_env):
             assert len(logs) == 1, logs
             written = [line for line in logs[0].read_text().splitlines() if line.strip()][-6:]
             assert any("OutOfMemoryError" in line or "out of memory" in line for line in written), written
-            said = [m for m in told if "every node was stopped" in m]
-            assert said and said[-1].splitlines()[1:] == ["The last lines of node 1's log on demo-2:"] + \
+            told = said(app, "every node was stopped")
+            assert told and told[-1].splitlines()[1:] == ["The last lines of node 1's log on demo-2:"] + \
                 [line[:159] + "…" if len(line) > 160 else line for line in written]
             app.quit_console()
             await wait_for(pilot, lambda: app.exit_note is not None, 60, "quitting")

@@ -146,7 +146,7 @@ async def test_failed_load_shows_its_reason(ui_env):
         assert "last log lines" in server
         row = [l for l in panel_text(app, "profiles").splitlines() if "broken" in l][0]
         assert "✗ failed" in row
-        assert any("broken failed" in n.message for n in app._notifications)
+        assert any("broken failed" in n.message for n in app.notification_log)
 
 
 async def test_help_lists_every_declared_key_and_the_palette_offers_them(ui_env):

@@ -15,14 +15,11 @@ from spectui.core.profiles import load_profiles
 from spectui.core.settings import load_settings
 from spectui.ui.app import SpectuiApp
 from spectui.ui.screens.confirm import ConfirmScreen
-from tests.ui.support import wait_for
+from tests.ui.support import notified, wait_for
 from tests.ui.test_console_pilot import SIZE
 
 pytestmark = [pytest.mark.sshd, pytest.mark.timeout(300)]
 
-
-def notified(app, text):
-    return any(text in n.message for n in app._notifications)
 
 
 def write_duo(ui_env, first, second, *, name="duo", python=sys.executable):

@@ -18,15 +18,12 @@ from spectui.ui.screens.picker import PresetPicker
 from spectui.ui.screens.source import SourceScreen
 from spectui.ui.widgets.source_tree import SourceTree
 from tests.support.wheels import wheel_cache
-from tests.ui.support import connected, kimi_pair_and_tiny_preset, panel_text, server_state, wait_for
+from tests.ui.support import connected, kimi_pair_and_tiny_preset, notified, panel_text, server_state, wait_for
 
 SIZE = (160, 50)
 DEMO_HOST = "demo (simulated host)"
 INTERCONNECT = "8x RTX PRO 6000 Blackwell, PCIe, no NVLink"
 
-
-def notified(app, text):
-    return any(text in n.message for n in app._notifications)
 
 
 @pytest.fixture

@@ -51,7 +51,7 @@ async def test_T_on_the_benchmark_screen_tunes_the_highlighted_profile_live_and_
         assert "T tunes the profile highlighted on the dashboard" in app.screen.progress_plain
         await pilot.press("T")
         await wait_for(pilot, lambda: any("alpha has no speculative algorithm" in n.message
-                                          for n in app._notifications), 5, "the refusal")
+                                          for n in app.notification_log), 5, "the refusal")
         await pilot.press("escape")
         await highlight(pilot, app, "keagle")
         await pilot.press("v", "T")
@@ -112,8 +112,8 @@ async def test_T_on_the_benchmark_screen_tunes_the_highlighted_profile_live_and_
 
 
 def test_the_chart_marks_each_measured_setting_beside_its_prediction_and_the_baseline():
-    from spectui.ui.draw import DEFAULT_STYLES
     from spectui.core.console.tunejob import ChartPoint, ChartView
+    from spectui.ui.draw import DEFAULT_STYLES
     from spectui.ui.widgets.tune_chart import measured_rows, plot_rows
 
     points = (ChartPoint(1, "steps 1", predicted=70.0), ChartPoint(2, "steps 2", predicted=64.0, measured=61.0,

@@ -9,7 +9,7 @@ from contextlib import asynccontextmanager
 from spectui.core.bench import load_presets
 from spectui.core.console.benchjob import BenchJob
 from spectui.ui.app import SpectuiApp
-from tests.ui.support import panel_text, server_state, wait_for
+from tests.ui.support import notified, panel_text, server_state, wait_for
 from tests.ui.test_console_fleet import first_host_dashboard, two_demo_hosts
 from tests.ui.test_console_pilot import SIZE
 
@@ -23,9 +23,6 @@ async def first_of_two(ui_env):
         await first_host_dashboard(pilot, app)
         yield pilot, app
 
-
-def notified(app, text: str) -> bool:
-    return any(text in n.message for n in app._notifications)
 
 
 async def test_a_benchmark_stays_with_its_host_while_another_is_shown(ui_env):
@@ -77,6 +74,6 @@ async def test_a_benchmark_that_ends_on_a_host_not_shown_says_which_host(ui_env,
         handle.ended.set()
         await wait_for(pilot, lambda: not job.active and notified(app, second.label), 10, "the end, told")
         label = second.label
-        said = [n.message for n in app._notifications if "alpha" in n.message]
+        said = [n.message for n in app.notification_log if "alpha" in n.message]
         assert said == [f"{label}: alpha, short: done, 41.5 tok/s; saved as run {job.saved_id}.",
                         f"{label}: the short run on alpha: done. H shows that host; v there shows the results."], said

@@ -8,12 +8,8 @@ from __future__ import annotations
 import asyncio
 
 from spectui.ui.screens.confirm import ConfirmScreen
-from tests.ui.support import connected, wait_for
+from tests.ui.support import connected, notified, wait_for
 from tests.ui.test_console_pilot import SIZE, make_app, switch_and_wait
-
-
-def notified(app, text: str) -> bool:
-    return any(text in n.message for n in app._notifications)
 
 
 async def test_a_digit_pressed_while_the_switch_answer_is_in_flight_goes_on_once_it_arrives(ui_env):

@@ -97,7 +97,7 @@ async def test_the_keymap_moves_a_key_and_the_help_shows_it_and_the_theme_is_kep
         assert app.theme == "nord"
         # the one bad entry is reported where it is; the others apply
         assert any(f"{path}:7:19: there is no key binding with the id 'dashbord.probe'" in n.message
-                   for n in app._notifications)
+                   for n in app.notification_log)
 
         await pilot.press("question_mark")  # help's old key does nothing now
         await pilot.pause(0.3)
@@ -135,9 +135,9 @@ async def test_an_unknown_theme_is_reported_and_the_default_kept(ui_env):
     app = SpectuiApp(HostTarget.demo(str(ui_env.state)), library=load_profiles(), traffic=False,
                      settings=load_settings())
     async with app.run_test(size=SIZE) as pilot:
-        await wait_for(pilot, lambda: app._notifications, 10, "a notification")
+        await wait_for(pilot, lambda: app.notification_log, 10, "a notification")
         assert app.theme == "textual-dark"
-        assert any(f"{path}:2:8: there is no theme 'no-such-theme'" in n.message for n in app._notifications)
+        assert any(f"{path}:2:8: there is no theme 'no-such-theme'" in n.message for n in app.notification_log)
         await pilot.pause(0.3)
         assert path.read_text() == "default_host: gpu-box\ntheme: no-such-theme\n"  # not overwritten at start
         await pilot.press("q")

@@ -94,7 +94,7 @@ async def test_a_switch_cut_by_a_reconnection_takes_its_outcome_from_the_server(
         await pilot.pause(0.5)
         server = panel_text(app, "server")
         assert "refused" not in server and "● ready" in server, server
-        assert any("slow is ready" in n.message for n in app._notifications)
+        assert any("slow is ready" in n.message for n in app.notification_log)
 
 
 def _latest(app, name):

@@ -6,8 +6,8 @@ from __future__ import annotations
 
 import pytest
 
-from spectui.core.alerts import Alert
 from spectui.cli.main import main
+from spectui.core.alerts import Alert
 from spectui.core.settings import load_settings
 from spectui.ui.draw import DEFAULT_STYLES
 from spectui.ui.screens.help import HelpScreen
@@ -15,8 +15,8 @@ from spectui.ui.screens.notifications import Kept, NotificationsScreen, WrappedL
 from spectui.ui.views import HeaderView
 from spectui.ui.widgets.header import STATE_MARK, HeaderBar, header_row
 from tests.ui.fixed_host import NOW
-from tests.ui.test_reflow import SIZES, norm, screen_lines
 from tests.ui.support import wait_for
+from tests.ui.test_reflow import SIZES, norm, screen_lines
 from tests.ui.test_selection_by_name import console_maker, ready
 
 pytestmark = pytest.mark.timeout(240)
@@ -94,7 +94,7 @@ async def test_the_settings_problems_and_every_notification_are_listed_in_full_o
     app, _ = fixed_console(settings=load_settings(), serving="kimi-eagle3", served_before="kimi-baseline")
     async with app.run_test(size=(80, 24)) as pilot:
         await shown(pilot, app)
-        toast = [n.message for n in app._notifications if n.message.startswith("Settings:")]
+        toast = [n.message for n in app.notification_log if n.message.startswith("Settings:")]
         assert toast and "(and 1 more: n lists them)" in toast[0]  # the toast names one problem, and where the rest are
         long = "A notification longer than any toast at this size: " + "every word of it stays readable. " * 6
         app.notify(long.strip(), timeout=1)

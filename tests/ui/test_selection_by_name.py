@@ -119,6 +119,6 @@ async def test_when_the_selected_server_leaves_the_host_the_console_says_so_and_
         await pilot.press("x")
         await pilot.pause(0.5)
         assert not isinstance(app.screen, ConfirmScreen)
-        assert any("ext-43121" in n.message and "no longer on the host" in n.message for n in app._notifications)
+        assert any("ext-43121" in n.message and "no longer on the host" in n.message for n in app.notification_log)
         await pilot.press("j")   # the keys select again from where it was
         assert app.highlighted_name() in app.row_names()

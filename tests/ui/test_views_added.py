@@ -8,18 +8,14 @@ import re
 import subprocess
 import time
 
+from spectui.core.console.logs import LogBuffer
 from spectui.core.server_describe import command_text
 from spectui.ui import snapshots
-from spectui.core.console.logs import LogBuffer
 from spectui.ui.screens.describe import DescribeScreen
 from spectui.ui.screens.gpuprocs import GpuProcsScreen
 from spectui.ui.screens.logs import LogScreen
-from tests.ui.support import connected, panel_text, wait_for
+from tests.ui.support import connected, notified, panel_text, wait_for
 from tests.ui.test_console_pilot import SIZE, make_app, switch_and_wait
-
-
-def notified(app, text: str) -> bool:
-    return any(text in n.message for n in app._notifications)
 
 
 def gpu_frame_pids(app, index: int) -> set[int]:
