@@ -7,6 +7,7 @@ profile, one started by hand) stops the shared one's traffic, never the shared o
 """
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import subprocess
@@ -83,6 +84,24 @@ def unnice() -> None:
                 os.setpriority(os.PRIO_PGRP, pgid, 0)  # every thread of every process in the group
         except (OSError, ValueError, AttributeError):
             pass  # ended meanwhile, or a record being written
+
+
+@contextlib.contextmanager
+def normal_priority():
+    """The processes started inside run at the normal priority (nice 0), then this thread's returns. For the tier's
+    one-shot commands that import SGLang (and torch) and end: niced beside a main pass that keeps both cores busy, such
+    an import gets a few percent of a core and takes minutes; the servers the tier keeps running stay niced."""
+    before = os.getpriority(os.PRIO_PROCESS, 0)
+    try:
+        if before > 0:
+            os.setpriority(os.PRIO_PROCESS, 0, 0)
+    except OSError:
+        before = 0  # not allowed to raise a priority (not root): it stays as it is
+    try:
+        yield
+    finally:
+        if before > 0:
+            os.setpriority(os.PRIO_PROCESS, 0, before)
 
 
 @pytest.hookimpl(hookwrapper=True, tryfirst=True)

@@ -11,6 +11,7 @@ import pytest
 
 from spectui.core.profiles.argv import build_argv
 from spectui.core.profiles.loader import load_profile
+from tests.real_server.conftest import normal_priority
 from tests.support import real_sglang as rs
 
 pytestmark = pytest.mark.xdist_group("real_server")
@@ -83,9 +84,10 @@ def test_a_server_started_by_hand_is_found_watched_benchmarked_adopted_and_impor
 
     # imported back into a profile: the host's SGLang accepts it, and it launches what runs
     out = tmp_path / "imported.yaml"
-    r = tier.cli("profiles", "import", "--from-running", name, "--name", "real-imported", "-o", str(out))
-    assert r.returncode == 0 and out.is_file(), r.stdout + r.stderr
-    r = tier.cli("profiles", "check", str(out), "--python", tier.python, host=False)
+    with normal_priority():  # both read the host's SGLang (its --help, its parser): one-shot imports of torch
+        r = tier.cli("profiles", "import", "--from-running", name, "--name", "real-imported", "-o", str(out))
+        assert r.returncode == 0 and out.is_file(), r.stdout + r.stderr
+        r = tier.cli("profiles", "check", str(out), "--python", tier.python, host=False)
     assert r.returncode == 0, r.stdout + r.stderr
     assert "host's own SGLang parser" in r.stdout + r.stderr and "1 profile OK" in r.stdout + r.stderr
     profile = load_profile(out)

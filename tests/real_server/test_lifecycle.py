@@ -11,6 +11,7 @@ from spectui.agent.logs.parser import LogParser, parse_line
 from spectui.core.profiles import load_profiles
 from spectui.core.servers import ServerControl
 from spectui.core.session import HostTarget, open_session
+from tests.real_server.conftest import normal_priority
 from tests.support import real_sglang as rs
 from tests.support.sshd import free_port
 
@@ -81,7 +82,8 @@ def test_a_model_path_that_does_not_exist_fails_the_real_launch_in_one_sentence(
 
 def test_a_flag_the_real_parser_refuses_is_said_before_and_after_a_launch(real_server):
     real_server.profile("real-badflag", free_port(), **{"attention-backend": "no-such-backend"})
-    r = real_server.cli("servers", "start", "real-badflag", timeout=120)
+    with normal_priority():  # the check imports SGLang's parser; the launch below dies at SGLang's own parse
+        r = real_server.cli("servers", "start", "real-badflag", timeout=120)
     assert r.returncode != 0 and "no-such-backend" in r.stderr and "torch_native" in r.stderr, r.stderr
     assert not (real_server.state / "servers" / "real-badflag.json").exists()  # refused before any launch
 
@@ -94,7 +96,8 @@ def test_a_flag_the_real_parser_refuses_is_said_before_and_after_a_launch(real_s
             return await ctl.wait("real-badflag", states=["failed", "crashed", "stopped"], timeout_s=120)
         finally:
             await session.close()
-    ended = asyncio.run(launch_unchecked())
+    with normal_priority():
+        ended = asyncio.run(launch_unchecked())
     assert ended["state"] == "failed", ended
     reason = ended["reason"] or ""
     assert "--attention-backend" in reason and "no-such-backend" in reason and "\n" not in reason, reason

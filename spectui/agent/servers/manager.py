@@ -197,8 +197,10 @@ class ServerManager(object):
             if same_process(r):
                 if r.get("state") == ServerState.STOPPING:  # its stopper died mid-stop (stops hold the lock)
                     r["state"] = ServerState.READY if r.get("ready_at") else ServerState.LOADING
-                w = ServerWatch(r, self._log_of(r), tail_bytes=SETTLE_TAIL_BYTES if r.get("origin") == "adopted"
-                                else None, background=True, on_answer=self._wake.set, own_log=self._own_log(r))
+                # the end of its log: the record says what came before (a log of days is not read again by
+                # every agent a command starts, on the host's CPU, while that command runs)
+                w = ServerWatch(r, self._log_of(r), tail_bytes=SETTLE_TAIL_BYTES, background=True,
+                                on_answer=self._wake.set, own_log=self._own_log(r))
                 self.watches[name] = w
                 w.poll()
             else:  # exited, or its pid now names another program
