@@ -345,14 +345,25 @@ def test_records_of_servers_long_ended_are_pruned(state_dir, profiles_dir, bysta
     assert not (state_dir / "servers" / "old.json").exists() and not (state_dir / "servers" / "old.log").exists()
 
 
-def test_a_switch_that_loses_names_the_winner_before_the_winner_is_recorded(state_dir):
+def test_a_switch_that_loses_names_the_winner_before_the_winner_is_recorded(state_dir, monkeypatch):
     """Agent B's switch to ``quick`` stops agent A's loading ``slow``; A's switch sees ``slow`` stopped before B has
-    written ``quick``'s record (B stops first, then starts). A still says which switch won: the stop says so."""
+    written ``quick``'s record (B stops first, then starts). A still says which switch won: the stop says so.
+
+    A's monitor first sees the process gone (``failed``, as a crash while loading), then reads that B stopped it
+    (``stopped``) in the same step; the switch waiting on it reads the step's outcome, never the moment between
+    (widened here to a third of a second, which a loaded machine can give it)."""
     import threading
 
     from spectui.agent.protocol import AgentError
     from spectui.agent.servers.manager import ServerManager
 
+    judged = ServerManager._stopped_elsewhere
+
+    def slowly_judged(self, record):
+        time.sleep(0.3)
+        return judged(self, record)
+
+    monkeypatch.setattr(ServerManager, "_stopped_elsewhere", slowly_judged)
     a = ServerManager(str(state_dir), _Channel(), lambda: _NoGpus())
     b = None
     port = free_port()

@@ -994,7 +994,9 @@ class ServerManager(object):
         last_pct = None
         deadline = time.monotonic() + float(params.get("timeout_s") or READY_TIMEOUT_S)
         while True:
-            r = self._current(name)
+            # a whole step of the monitor: never the moment between a death seen and its cause read (a crash, or
+            # another agent's stop for its switch)
+            r = self._stepped(name) or {}
             state = r.get("state")
             pct = (r.get("progress") or {}).get("percent")
             if state == ServerState.LOADING and pct != last_pct:
