@@ -240,10 +240,14 @@ def test_stopping_node0_ends_node1(sim_server, era):
 
 
 def test_node1_with_a_wrong_address_fails_like_torch(sim_server):
-    nobody = free_port()
-    t0 = time.monotonic()
-    node1 = sim_server(*node_args(1, nobody, "--sim-dist-timeout", "1"), ready=False, name="node1")
-    assert node1.proc.wait(20) == -signal.SIGKILL
+    import socket
+
+    with socket.socket() as hold:  # bound, never listening: nothing answers there, and no other test can take it
+        hold.bind(("127.0.0.1", 0))
+        nobody = hold.getsockname()[1]
+        t0 = time.monotonic()
+        node1 = sim_server(*node_args(1, nobody, "--sim-dist-timeout", "1"), ready=False, name="node1")
+        assert node1.proc.wait(20) == -signal.SIGKILL
     took = time.monotonic() - t0
     assert took < 12  # two tries of 1 s, at most 1.2 s between them, and the start
     log = node1.log()
