@@ -170,10 +170,16 @@ PER_STREAM = re.compile(r"per stream\s+(\d+\.\d) tok/s")
 # The story (Kimi-K2.5, TP 8, eight PCIe GPUs, one request at a time), with 15% either side
 # "warm": seconds of this server's traffic before reading (n-gram's trie fills from its own
 # answers: the story's figures hold after about a minute of traffic)
+# "at": the accept length the story's speed was told at; a speculative server's speed per stream is proportional
+# to its accept length (each verify step costs the same), and the demo's sampling is not seeded, so an n-gram trie
+# grown from other answers accepts a little more or less from run to run: the speed is judged at the accept length
+# the same screen shows, which has its own story range
 STORY = {
-    "kimi-baseline": {"key": "1", "tok_s": (82 * 0.85, 82 * 1.15), "accept": None, "warm": 10},
-    "kimi-eagle3": {"key": "2", "tok_s": (60 * 0.85, 60 * 1.15), "accept": (2.0 * 0.85, 2.0 * 1.15), "warm": 10},
-    "kimi-ngram": {"key": "4", "tok_s": (41 * 0.85, 41 * 1.15), "accept": (1.3 * 0.85, 1.5 * 1.15), "warm": 50},
+    "kimi-baseline": {"key": "1", "tok_s": (82 * 0.85, 82 * 1.15), "accept": None, "at": None, "warm": 10},
+    "kimi-eagle3": {"key": "2", "tok_s": (60 * 0.85, 60 * 1.15), "accept": (2.0 * 0.85, 2.0 * 1.15), "at": 2.0,
+                    "warm": 10},
+    "kimi-ngram": {"key": "4", "tok_s": (41 * 0.85, 41 * 1.15), "accept": (1.3 * 0.85, 1.5 * 1.15), "at": 1.4,
+                   "warm": 50},
 }
 
 
@@ -258,10 +264,14 @@ def test_demo_tells_the_story_live_on_screen(tmp_path, crowded_host):
             assert len(speeds) >= 20, f"{name}: per-stream speed shown on {len(speeds)} readings"
             speed = sorted(speeds)[len(speeds) // 2]
             lo, hi = story["tok_s"]
-            seen[name] = (speed, sorted(accepts)[len(accepts) // 2] if accepts else None, round(late, 3))
-            # the story's speed, less only what the crowded machine took from the simulator's own steps
-            assert lo / late <= speed <= hi, (f"{name}: {speed} tok/s per stream, the story says {lo:.0f}-{hi:.0f} "
-                                              f"(steps {late:.2f}x their modelled time); {seen}")
+            accept = sorted(accepts)[len(accepts) // 2] if accepts else None
+            seen[name] = (speed, accept, round(late, 3))
+            scale = accept / story["at"] if story["at"] and accept else 1.0
+            # the story's speed at the accept length shown, less only what the crowded machine took from the
+            # simulator's own steps
+            assert lo * min(1.0, scale) / late <= speed <= hi * max(1.0, scale), (
+                f"{name}: {speed} tok/s per stream, the story says {lo:.0f}-{hi:.0f} at accept length {story['at']} "
+                f"(shown: {accept}; steps {late:.2f}x their modelled time); {seen}")
             assert min(speeds) > 0, f"{name}: a zero per-stream speed while requests ran: {speeds}"
             if story["accept"] is not None:
                 assert len(accepts) >= 20, f"{name}: accept length shown on {len(accepts)} readings"
