@@ -18,7 +18,6 @@ from tests.support.schedule import (  # noqa: E402,F401
     pytest_addoption, pytest_collection_modifyitems, pytest_configure)
 
 
-
 def _parse_again_on_a_thread_race(parse):
     """CPython 3.11 keeps the AST constructor's recursion count in the interpreter, not in the thread: an
     ``ast.parse`` that runs while another thread builds an AST can fail with "SystemError: AST constructor recursion

@@ -195,8 +195,8 @@ async def test_a_multi_node_profile_starts_on_every_node_serves_from_rank_0_and_
                                               for g in h.link.gpu.gpus[:2]), 20, "each node's GPUs held by its ranks")
             # b benchmarks it on rank 0's host, as any ready server
             from spectui.ui.screens.bench import BenchScreen
-            from tests.ui.support import write_preset
             from tests.ui.test_console_bench import pick
+            from tests.ui.support import write_preset
 
             write_preset(ui_env.tmp / "config" / "presets", "tiny", dataset="reasoning", input_len=24,
                          output_len=16, num_prompts=2, concurrency=1, warmup=0, repeats=1, seed=3)

@@ -18,7 +18,7 @@ from spectui.ui import messages
 from spectui.ui.app import SpectuiApp
 from spectui.ui.controllers.traffic import SYNC_S
 from spectui.ui.screens.confirm import ConfirmScreen
-from tests.ui.support import connected, panel_text, server_state, wait_for
+from tests.ui.support import connected, panel_text, said, server_state, wait_for
 
 SIZE = (120, 40)
 
@@ -31,11 +31,6 @@ class HearingApp(SpectuiApp):
     def __init__(self, *args, **kw) -> None:
         super().__init__(*args, **kw)
         self.heard: list[messages.LinkMessage] = []
-        self.said: list[str] = []  # every notification, kept after it times out
-
-    def notify(self, message: str, **kw) -> None:
-        self.said.append(message)
-        super().notify(message, **kw)
 
     @on(messages.LinkMessage)
     def _keep(self, message: messages.LinkMessage) -> None:
@@ -56,10 +51,6 @@ class HearingApp(SpectuiApp):
 def make_app(env, **kw) -> HearingApp:
     kw.setdefault("traffic", False)
     return HearingApp(HostTarget.demo(str(env.state)), library=load_profiles(), **kw)
-
-
-def notified(app, text: str) -> list[str]:
-    return [m for m in app.said if text in m]
 
 
 async def test_a_sessions_events_arrive_as_messages_in_order(ui_env):
@@ -158,7 +149,7 @@ async def test_a_switch_and_a_restart_go_through_the_same_stages(ui_env):
 
         assert app.stages("alpha", mark) == switched
         # the same outcome, said the same way, and the same server panel: its stages and their total
-        assert len(notified(app, "alpha is ready (")) == 2
+        assert len(said(app, "alpha is ready (")) == 2
         assert app.host.switches.results["alpha"]["server"]["pid"] == app.link.servers["alpha"]["pid"]
         await pilot.pause(0.5)
         server = panel_text(app, "server")
@@ -179,7 +170,7 @@ async def test_a_restart_confirmed_while_another_action_took_the_seat_says_it_wa
         await wait_for(pilot, lambda: isinstance(app.screen, ConfirmScreen), 10, "the confirmation")
         assert app.host.seat.take("benchmarking alpha")
         await pilot.press("y")
-        await wait_for(pilot, lambda: notified(app, "Restart refused"), 10, "the refusal")
-        assert notified(app, "Restart refused") == ["Restart refused. Wait: benchmarking alpha."]
+        await wait_for(pilot, lambda: said(app, "Restart refused"), 10, "the refusal")
+        assert said(app, "Restart refused") == ["Restart refused. Wait: benchmarking alpha."]
         assert app.busy == "benchmarking alpha" and app.link.servers["alpha"]["pid"] == pid
         app.host.seat.release()

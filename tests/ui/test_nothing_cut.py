@@ -6,8 +6,8 @@ from __future__ import annotations
 
 import pytest
 
-from spectui.cli.main import main
 from spectui.core.alerts import Alert
+from spectui.cli.main import main
 from spectui.core.settings import load_settings
 from spectui.ui.draw import DEFAULT_STYLES
 from spectui.ui.screens.help import HelpScreen
@@ -15,8 +15,8 @@ from spectui.ui.screens.notifications import Kept, NotificationsScreen, WrappedL
 from spectui.ui.views import HeaderView
 from spectui.ui.widgets.header import STATE_MARK, HeaderBar, header_row
 from tests.ui.fixed_host import NOW
-from tests.ui.support import wait_for
 from tests.ui.test_reflow import SIZES, norm, screen_lines
+from tests.ui.support import wait_for
 from tests.ui.test_selection_by_name import console_maker, ready
 
 pytestmark = pytest.mark.timeout(240)

@@ -8,9 +8,9 @@ import re
 import subprocess
 import time
 
-from spectui.core.console.logs import LogBuffer
 from spectui.core.server_describe import command_text
 from spectui.ui import snapshots
+from spectui.core.console.logs import LogBuffer
 from spectui.ui.screens.describe import DescribeScreen
 from spectui.ui.screens.gpuprocs import GpuProcsScreen
 from spectui.ui.screens.logs import LogScreen

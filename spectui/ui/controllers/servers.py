@@ -531,14 +531,15 @@ class ServersController(Controller):
         """Run ``act`` holding ``console``'s host's action seat (``starting``: the server it starts); an error is
         said in one notification."""
         refusal = console.refusal()  # taken, or disconnected, since the action was asked for (a confirmation)
-        try:
-            if refusal is None and await console.seat.run(doing, act, starting=starting):
+        if refusal is None:
+            try:
+                if await console.seat.run(doing, act, starting=starting):
+                    return
+            except (SpectuiError, OSError) as exc:
+                if refused is None or not self.app.bench.notify_benchmarked(exc, refused):
+                    self.notify(str(exc), severity="error", timeout=timeout)
                 return
-        except (SpectuiError, OSError) as exc:
-            if refused is None or not self.app.bench.notify_benchmarked(exc, refused):
-                self.notify(str(exc), severity="error", timeout=timeout)
-            return
-        refusal = refusal or console.refusal() or "Wait: the host is busy."
+            refusal = console.refusal() or "Wait: the host is busy."
         self.notify(f"{refused}. {refusal}" if refused else refusal, severity="warning")
 
     # --- A: adopt -------------------------------------------------------------------------------------------
